@@ -164,10 +164,16 @@ def load_primekg(kg_csv: str | Path, nodes: str | Path | None = None,
                 named = np.concatenate([named, np.zeros(size - len(named), bool)])
             idx = np.concatenate([x, y])
             t = np.concatenate([xt, yt]).astype(np.int8)
-            fresh = node_type[idx] == -1
-            node_type[idx[fresh]] = t[fresh]
+            # A new node takes the type of its first row in file order (x and y interleaved
+            # by row), so a clash is reported at the later, disagreeing row.
+            row_major = np.arange(2 * n).reshape(2, n).T.ravel()
+            idx_rm, t_rm = idx[row_major], t[row_major]
+            fresh = np.flatnonzero(node_type[idx_rm] == -1)
+            _, first_fresh = np.unique(idx_rm[fresh], return_index=True)
+            node_type[idx_rm[fresh[first_fresh]]] = t_rm[fresh[first_fresh]]
             clash = np.flatnonzero(node_type[idx] != t)
             if len(clash):
+                clash = clash[np.argsort(clash % n, kind="stable")]
                 row = int(clash[0] % n)
                 node = int(idx[clash[0]])
                 raise InputError(

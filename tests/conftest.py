@@ -1,0 +1,31 @@
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DEV_JSONL = SHARED / "biostrat_qa" / "dev.jsonl"
+TEMPLATES_JSONL = SHARED / "biostrat_qa" / "templates.jsonl"
+
+# Keep Numba's thread pool small on 2-core machines and CI.
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+
+
+@pytest.fixture(scope="session")
+def dev_jsonl() -> Path:
+    if not DEV_JSONL.is_file():
+        pytest.skip("../shared/data/biostrat_qa/dev.jsonl is not present")
+    return DEV_JSONL
+
+
+def run_cli(args, capsys):
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    from adapath.cli import main
+
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
