@@ -1,0 +1,129 @@
+"""BM25 text similarity between queries and node / relation / training-query text (bm25s).
+
+bm25s precomputes a sparse document x token score matrix; a batch of queries is a sparse
+token x query count matrix, so scoring many queries at once is one sparse product. The
+scores per query are min-max normalized to [0, 1] over all documents (``s_q`` of Eq. 1).
+``b = 0`` makes scores length-agnostic, as the AdaPath reference uses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import scipy.sparse as sp
+
+STOPWORDS = "en"
+
+
+def tokenize(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords=STOPWORDS, return_ids=False, show_progress=False)
+
+
+class TextIndex:
+    """A BM25 index whose score matrix is kept as SciPy CSR (documents x vocabulary)."""
+
+    def __init__(self, matrix: sp.csr_matrix, vocab: dict[str, int], k1: float, b: float):
+        self.matrix, self.vocab, self.k1, self.b = matrix, vocab, k1, b
+
+    @classmethod
+    def build(cls, texts: list[str], k1: float = 1.5, b: float = 0.75) -> TextIndex:
+        tokens = bm25s.tokenize(texts, stopwords=STOPWORDS, show_progress=False)
+        retriever = bm25s.BM25(k1=k1, b=b)
+        retriever.index(tokens, show_progress=False)
+        s = retriever.scores
+        n_vocab = len(s["indptr"]) - 1
+        csc = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(s["num_docs"], n_vocab))
+        return cls(csc.tocsr().astype(np.float32), dict(tokens.vocab), k1, b)
+
+    @property
+    def num_docs(self) -> int:
+        return self.matrix.shape[0]
+
+    def query_matrix(self, queries: list[str]) -> sp.csr_matrix:
+        """Token counts per query (vocabulary x queries); tokens outside the index drop out."""
+        rows, cols = [], []
+        for j, tokens in enumerate(tokenize(queries)):
+            for token in tokens:
+                token_id = self.vocab.get(token)
+                if token_id is not None:
+                    rows.append(token_id)
+                    cols.append(j)
+        data = np.ones(len(rows), dtype=np.float32)
+        return sp.csr_matrix((data, (rows, cols)), shape=(self.matrix.shape[1], len(queries)))
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        """Raw BM25 scores, documents x queries (float32)."""
+        return np.asarray((self.matrix @ self.query_matrix(queries)).toarray(), dtype=np.float32)
+
+    def normalized(self, queries: list[str]) -> np.ndarray:
+        """Scores min-max normalized per query over all documents; a flat column becomes 0."""
+        return minmax_columns(self.scores(queries))
+
+    # ---- persistence (npz + JSON, no pickles)
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        m = self.matrix
+        np.savez(path / "bm25.npz", data=m.data, indices=m.indices, indptr=m.indptr,
+                 shape=np.array(m.shape))
+        (path / "bm25.json").write_text(json.dumps({"k1": self.k1, "b": self.b, "vocab": self.vocab}))
+
+    @classmethod
+    def load(cls, path: str | Path) -> TextIndex:
+        path = Path(path)
+        meta = json.loads((path / "bm25.json").read_text())
+        with np.load(path / "bm25.npz", allow_pickle=False) as z:
+            matrix = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+        return cls(matrix, meta["vocab"], meta["k1"], meta["b"])
+
+
+def minmax_columns(scores: np.ndarray) -> np.ndarray:
+    lo = scores.min(axis=0, keepdims=True)
+    span = scores.max(axis=0, keepdims=True) - lo
+    out = np.zeros_like(scores)
+    np.divide(scores - lo, span, out=out, where=span > 0)
+    return out
+
+
+def node_texts(graph) -> list[str]:
+    names = graph.names.to_pylist()
+    descriptions = graph.descriptions.to_pylist()
+    return [f"{n} {d}" if d else n for n, d in zip(names, descriptions)]
+
+
+def relation_texts(graph) -> list[str]:
+    return [f"{n} {d}" for n, d in zip(graph.relation_names, graph.relation_descriptions)]
+
+
+class GraphText:
+    """BM25 over a graph's node text and relation text, cached beside the graph."""
+
+    def __init__(self, nodes: TextIndex, relations: TextIndex):
+        self.nodes, self.relations = nodes, relations
+
+    @classmethod
+    def for_graph(cls, graph, graph_dir: str | Path | None = None, k1: float = 1.5,
+                  b: float = 0.75) -> GraphText:
+        cache = None
+        if graph_dir is not None:
+            cache = Path(graph_dir) / "cache" / f"bm25-{graph.checksum()[:12]}-k{k1}-b{b}"
+            if (cache / "nodes" / "bm25.json").is_file() and (cache / "relations" / "bm25.json").is_file():
+                return cls(TextIndex.load(cache / "nodes"), TextIndex.load(cache / "relations"))
+        built = cls(TextIndex.build(node_texts(graph), k1, b),
+                    TextIndex.build(relation_texts(graph), k1, b))
+        if cache is not None:
+            try:
+                tmp = cache.with_name(cache.name + ".tmp")
+                built.nodes.save(tmp / "nodes")
+                built.relations.save(tmp / "relations")
+                tmp.replace(cache)
+            except OSError:
+                pass  # a read-only graph directory simply goes uncached
+        return built
+
+    def similarity(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(s_node N x B, s_rel R x B), each min-max normalized to [0, 1] per query."""
+        return self.nodes.normalized(queries), self.relations.normalized(queries)

@@ -1,0 +1,23 @@
+"""Small random graphs for tests."""
+
+import numpy as np
+
+from adapath.engine.graph import KnowledgeGraph
+
+TYPES = ("a", "b", "c")
+RELS = ("r0", "r1", "r2", "r3")
+
+
+def random_graph(seed, n=40, m=200, isolated=0):
+    """A random typed multigraph (duplicates and self-loops in the input are merged/dropped)."""
+    rng = np.random.default_rng(seed)
+    head = rng.integers(0, n - isolated, m)
+    tail = rng.integers(0, n - isolated, m)
+    rel = rng.integers(0, len(RELS), m)
+    node_type = rng.integers(0, len(TYPES), n).astype(np.int8)
+    return KnowledgeGraph.from_edges(
+        head, tail, rel, node_type=node_type,
+        names=[f"node {i}" for i in range(n)], descriptions=[f"text {i}" for i in range(n)],
+        type_names=TYPES, relation_names=RELS,
+        relation_descriptions=tuple(f"about {r}" for r in RELS),
+    )
