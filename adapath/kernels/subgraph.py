@@ -1,0 +1,61 @@
+"""Induced subgraphs and bounded BFS over the global CSR (Numba)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def induced_half_edges(indptr, indices, nodes, local_of):
+    """Half-edges with both ends in ``nodes`` (local_of[v] >= 0 marks members).
+
+    Returns (local source, local target, global half-edge index), rows in order of ``nodes``.
+    """
+    total = 0
+    for i in range(nodes.shape[0]):
+        u = nodes[i]
+        for k in range(indptr[u], indptr[u + 1]):
+            if local_of[indices[k]] >= 0:
+                total += 1
+    src = np.empty(total, dtype=np.int64)
+    dst = np.empty(total, dtype=np.int64)
+    edge = np.empty(total, dtype=np.int64)
+    pos = 0
+    for i in range(nodes.shape[0]):
+        u = nodes[i]
+        for k in range(indptr[u], indptr[u + 1]):
+            lv = local_of[indices[k]]
+            if lv >= 0:
+                src[pos] = i
+                dst[pos] = lv
+                edge[pos] = k
+                pos += 1
+    return src, dst, edge
+
+
+@njit(cache=True, nogil=True)
+def bfs_depths(indptr, indices, source, max_depth):
+    """Hop distance from ``source`` to every node, -1 beyond ``max_depth`` or unreachable."""
+    n = indptr.shape[0] - 1
+    depth = np.full(n, -1, dtype=np.int32)
+    depth[source] = 0
+    frontier = np.empty(n, dtype=np.int64)
+    frontier[0] = source
+    size = 1
+    nxt = np.empty(n, dtype=np.int64)
+    for d in range(1, max_depth + 1):
+        count = 0
+        for i in range(size):
+            u = frontier[i]
+            for k in range(indptr[u], indptr[u + 1]):
+                v = indices[k]
+                if depth[v] < 0:
+                    depth[v] = d
+                    nxt[count] = v
+                    count += 1
+        if count == 0:
+            break
+        frontier, nxt = nxt, frontier
+        size = count
+    return depth

@@ -1,0 +1,142 @@
+"""Dijkstra and Yen's k-shortest simple paths on a small undirected CSR (Numba).
+
+The corridor subgraph is given as a local CSR with one cost per half-edge (parallel edges
+already collapsed to the cheapest). Yen's algorithm: the next path is the cheapest spur
+path that leaves some node of the previous path (its root blocked, and the edges that
+earlier paths with the same root took out of the spur node banned).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from numba import njit
+from numba.typed import List
+
+
+@njit(cache=True, nogil=True)
+def dijkstra_path(indptr, indices, cost, source, target, blocked, banned_from_source):
+    """Cheapest path source -> target avoiding ``blocked`` nodes and, out of the source,
+    the neighbours flagged in ``banned_from_source``. Returns (cost, nodes) or (inf, [])."""
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf)
+    prev = np.full(n, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    dist[source] = 0.0
+    heap = [(0.0, source)]
+    while len(heap) > 0:
+        d, u = heapq.heappop(heap)
+        if done[u]:
+            continue
+        done[u] = True
+        if u == target:
+            break
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            if blocked[v] or done[v]:
+                continue
+            if u == source and banned_from_source[v]:
+                continue
+            nd = d + cost[k]
+            if nd < dist[v]:
+                dist[v] = nd
+                prev[v] = u
+                heapq.heappush(heap, (nd, v))
+    if not done[target]:
+        return np.inf, np.zeros(0, dtype=np.int64)
+    length = 1
+    v = target
+    while v != source:
+        v = prev[v]
+        length += 1
+    path = np.empty(length, dtype=np.int64)
+    v = target
+    for i in range(length - 1, -1, -1):
+        path[i] = v
+        v = prev[v]
+    return dist[target], path
+
+
+@njit(cache=True, nogil=True)
+def _edge_cost(indptr, indices, cost, u, v):
+    best = np.inf
+    for k in range(indptr[u], indptr[u + 1]):
+        if indices[k] == v and cost[k] < best:
+            best = cost[k]
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _same(a, b):
+    if a.shape[0] != b.shape[0]:
+        return False
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def yen_k_shortest(indptr, indices, cost, source, target, k):
+    """Up to k cheapest simple paths, in order of cost. Returns (costs, list of node arrays)."""
+    n = indptr.shape[0] - 1
+    paths = List()
+    costs = List()
+    blocked = np.zeros(n, dtype=np.bool_)
+    banned = np.zeros(n, dtype=np.bool_)
+    first_cost, first = dijkstra_path(indptr, indices, cost, source, target, blocked, banned)
+    if first.shape[0] == 0:
+        return np.zeros(0), paths
+    paths.append(first)
+    costs.append(first_cost)
+    cand_paths = List()
+    cand_costs = List()
+    cand_paths.append(first)  # typed-list seed, removed at once
+    cand_costs.append(0.0)
+    cand_paths.pop()
+    cand_costs.pop()
+    while len(paths) < k:
+        last = paths[len(paths) - 1]
+        root_cost = 0.0
+        for i in range(last.shape[0] - 1):
+            spur = last[i]
+            for p in paths:
+                if p.shape[0] > i + 1 and _same(p[: i + 1], last[: i + 1]):
+                    banned[p[i + 1]] = True
+            for j in range(i):
+                blocked[last[j]] = True
+            spur_cost, spur_path = dijkstra_path(indptr, indices, cost, spur, target, blocked, banned)
+            for j in range(i):
+                blocked[last[j]] = False
+            for p in paths:
+                if p.shape[0] > i + 1:
+                    banned[p[i + 1]] = False
+            if spur_path.shape[0] > 0:
+                total = np.empty(i + spur_path.shape[0], dtype=np.int64)
+                total[:i] = last[:i]
+                total[i:] = spur_path
+                duplicate = False
+                for c in cand_paths:
+                    if _same(c, total):
+                        duplicate = True
+                        break
+                if not duplicate:
+                    cand_paths.append(total)
+                    cand_costs.append(root_cost + spur_cost)
+            root_cost += _edge_cost(indptr, indices, cost, last[i], last[i + 1])
+        if len(cand_paths) == 0:
+            break
+        best = 0
+        for c in range(1, len(cand_costs)):
+            # cheapest first; among equal costs the fewer hops, then the earlier found
+            if cand_costs[c] < cand_costs[best] or (
+                cand_costs[c] == cand_costs[best] and cand_paths[c].shape[0] < cand_paths[best].shape[0]
+            ):
+                best = c
+        paths.append(cand_paths.pop(best))
+        costs.append(cand_costs.pop(best))
+    out = np.empty(len(costs))
+    for i in range(len(costs)):
+        out[i] = costs[i]
+    return out, paths
