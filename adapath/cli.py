@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from adapath.errors import InputError
@@ -19,8 +20,12 @@ app = typer.Typer(
 )
 kg_app = typer.Typer(help="Build, import and inspect knowledge graphs.", no_args_is_help=True)
 import_app = typer.Typer(help="Import a graph from a real format.", no_args_is_help=True)
+dataset_app = typer.Typer(help="Generate and load question sets.", no_args_is_help=True)
+bank_app = typer.Typer(help="Build and inspect Path-Banks.", no_args_is_help=True)
 app.add_typer(kg_app, name="kg")
 kg_app.add_typer(import_app, name="import")
+app.add_typer(dataset_app, name="dataset")
+app.add_typer(bank_app, name="bank")
 
 out_console = Console()
 err_console = Console(stderr=True)
@@ -145,6 +150,137 @@ def import_biostrat(
 
     start = time.perf_counter()
     _save_imported(load_biostrat(records), out, force, start)
+
+
+# ---------------------------------------------------------------------------- dataset
+
+
+def _parse_hops(text: str) -> tuple[int, ...]:
+    try:
+        hops = tuple(sorted({int(h) for h in text.split(",") if h.strip()}))
+    except ValueError:
+        raise InputError(f"--hops {text!r}: expected a comma-separated list such as 1,2,3") from None
+    if not hops or any(h < 1 for h in hops):
+        raise InputError(f"--hops {text!r}: hop counts start at 1")
+    return hops
+
+
+@dataset_app.command("generate")
+def dataset_generate(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory."),
+    n: int = typer.Option(..., "--n", help="Number of questions."),
+    out: Path = typer.Option(..., "--out", help="Output JSONL (BioStrat-QA format)."),
+    seed: int = typer.Option(0, "--seed"),
+    hops: str = typer.Option("1,2,3", "--hops", help="Hop counts to draw templates from."),
+    first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
+) -> None:
+    """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.fsutil import atomic_file
+
+    if n < 1:
+        raise InputError("--n must be at least 1")
+    graph = KnowledgeGraph.load(kg)
+    records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id)
+    with atomic_file(out) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    _say(f"wrote {out}: {len(records)} questions")
+
+
+# ---------------------------------------------------------------------------- bank
+
+
+@bank_app.command("build")
+def bank_build(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory."),
+    queries: str = typer.Option(..., "--queries", help="Training queries: biostrat:PATH."),
+    out: Path = typer.Option(..., "--out", help="Bank directory (resumed if it exists)."),
+    level: str = typer.Option("explicit", "--level", help="Query text: explicit|implicit|bare."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+    batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run)."),
+    workers: int = typer.Option(0, "--workers", help="CPU threads (0 = all cores)."),
+    tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
+    force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
+) -> None:
+    """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
+    import shutil
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+
+    if level not in LEVELS:
+        raise InputError(f"--level {level!r}: choose from {', '.join(LEVELS)}")
+    if batch < 1:
+        raise InputError("--batch must be at least 1")
+    if workers:
+        import numba
+
+        numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+    records = load_records(parse_spec(queries))
+    if not records:
+        raise InputError(f"{queries}: no records")
+    graph = KnowledgeGraph.load(kg)
+    if force and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = BankConfig(level=level, batch=batch, device=device, tol=tol)
+    builder = PathBankBuilder(graph, config, graph_dir=kg)
+    start = time.perf_counter()
+    with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task("bank", total=len(records), rate="")
+        first_done = None
+
+        def report(progress):
+            nonlocal first_done
+            if first_done is None:
+                first_done = (progress.done, time.perf_counter())
+            elapsed = time.perf_counter() - start
+            bar.update(task, completed=progress.done, rate=f"{progress.done / max(elapsed, 1e-9):.1f} q/s")
+
+        progress = builder.build(records, out, on_progress=report)
+    _say(f"wrote {out}: {progress.done}/{progress.total} queries in "
+         f"{time.perf_counter() - start:.1f} s")
+
+
+@bank_app.command("info")
+def bank_info_cmd(
+    bank: Path = typer.Argument(..., help="Bank directory."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Paths per hop, meta-path frequencies, fallbacks, corridor-K histogram."""
+    from adapath.engine.pathbank import bank_info
+
+    info = bank_info(bank)
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    state = "complete" if info["complete"] else "partial"
+    out_console.print(f"[bold]{bank}[/]: {info['queries_done']}/{info['queries_total']} queries "
+                      f"({state}), {info['paths']:,} paths, {info['distinct_metapaths']} meta-paths")
+    out_console.print("paths per hop: " + ", ".join(f"{h}: {c}" for h, c in info["paths_per_hop"].items()))
+    out_console.print("corridor K: " + ", ".join(f"{k}: {c}" for k, c in info["corridor_k"].items()))
+    out_console.print("fallbacks: " + ", ".join(f"{k}: {c}" for k, c in info["fallbacks"].items()))
+    table = Table(title="most frequent meta-paths")
+    table.add_column("meta-path")
+    table.add_column("paths", justify="right")
+    for metapath, count in list(info["metapaths"].items())[:10]:
+        table.add_row(escape(metapath), str(count))
+    out_console.print(table)
+    seconds = info["stage_seconds"]
+    out_console.print("stage seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
 
 
 # ---------------------------------------------------------------------------- entry point

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.engine.loaders import iter_jsonl
+from adapath.engine.pathbank import topic_ids  # noqa: F401  (re-exported for datasets users)
 from adapath.errors import InputError
 
 LEVELS = ("explicit", "implicit", "bare")
@@ -51,10 +52,3 @@ def query_text(record: dict, level: str) -> str:
     if level not in LEVELS:
         raise InputError(f"unknown level {level!r}; choose from {', '.join(LEVELS)}")
     return record[f"{level}_query"]
-
-
-def topic_ids(record: dict) -> list[int]:
-    """Topic entity ids in the order of the record's path (first topic first)."""
-    ids = [int(k) for k in record["topic_entities"]]
-    path = [int(v) for v in record["path_node_ids"]]
-    return sorted(ids, key=lambda i: path.index(i) if i in path else len(path))
