@@ -78,10 +78,14 @@ def build_template(row: dict) -> Template:
         chains = [Chain(0, MetaPath(tuple(types), tuple(relations)))]
     for extra_types, extra_relations, _ in groups[1:]:
         chains.append(Chain(0, MetaPath(tuple(extra_types), tuple(extra_relations))))
+    # topic slots follow the notation (the release lists some junction topics the other way)
+    topic_types = tuple(dict.fromkeys((c.topic_slot, c.metapath.types[0]) for c in chains))
+    if sorted(t for _, t in topic_types) != sorted(row["topic_entity_types"]):
+        raise InputError(f"template {row['id']}: topic types disagree with the notation")
     template = Template(
         id=row["id"], num_hops=int(row["num_hops"]), notation=row["metapath"],
         query_template=row.get("query_template", ""),
-        topic_types=tuple(row["topic_entity_types"]), answer_type=row["answer_type"],
+        topic_types=tuple(t for _, t in topic_types), answer_type=row["answer_type"],
         chains=tuple(chains),
     )
     if chains[0].metapath.types[-1] != template.answer_type:
