@@ -202,6 +202,7 @@ def bank_build(
     batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run)."),
     workers: int = typer.Option(0, "--workers", help="CPU threads (0 = all cores)."),
     tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
+    search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
     force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
@@ -223,6 +224,8 @@ def bank_build(
         raise InputError(f"--level {level!r}: choose from {', '.join(LEVELS)}")
     if batch < 1:
         raise InputError("--batch must be at least 1")
+    if search not in ("yen", "hop-bounded"):
+        raise InputError(f"--search {search!r}: choose yen or hop-bounded")
     if workers:
         import numba
 
@@ -234,7 +237,7 @@ def bank_build(
     if force and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    config = BankConfig(level=level, batch=batch, device=device, tol=tol)
+    config = BankConfig(level=level, batch=batch, device=device, tol=tol, search=search)
     builder = PathBankBuilder(graph, config, graph_dir=kg)
     start = time.perf_counter()
     with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),

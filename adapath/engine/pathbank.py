@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 import adapath
 from adapath.engine.corridor import LADDER, CorridorBuilder
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.paths import ALPHA, bin_by_hop, corridor_graph, k_shortest
+from adapath.engine.paths import ALPHA, bin_by_hop, corridor_graph, hop_bounded, k_shortest
 from adapath.engine.ppr import ETA, TOL, PPREngine
 from adapath.engine.weights import BETA, EPS, query_weights
 from adapath.errors import InputError
@@ -74,6 +74,7 @@ class BankConfig:
     per_hop: int = 5
     max_hop: int = 5
     k_paths: int = 60  # Yen's pool before binning by hop
+    search: str = "yen"  # or "hop-bounded": the best paths of each exact hop count
     bm25_k1: float = 1.5
     bm25_b: float = 0.0  # length-agnostic, as the AdaPath reference
     batch: int = 32
@@ -186,7 +187,12 @@ class PathBankBuilder:
                                    rho, c.alpha)
             seconds["corridor"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            found = k_shortest(local, pair.topic, pair.answer, c.k_paths) if corridor.fallback != "unreachable" else []
+            if corridor.fallback == "unreachable":
+                found = []
+            elif c.search == "hop-bounded":
+                found = hop_bounded(local, pair.topic, pair.answer, c.max_hop, c.per_hop, g)
+            else:
+                found = k_shortest(local, pair.topic, pair.answer, c.k_paths)
             bins = bin_by_hop(g, found, c.per_hop, c.max_hop)
             for hop, paths in bins.items():
                 for rank, path in enumerate(paths):

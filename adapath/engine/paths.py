@@ -89,6 +89,59 @@ def k_shortest(local: LocalGraph, topic: int, answer: int, k: int) -> list[Found
     return found
 
 
+def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_hop: int,
+                graph: KnowledgeGraph, pool: int = 200) -> list[FoundPath]:
+    """The cheapest simple paths of each exact hop count 1..max_hop (up to ``per_hop``
+    distinct typed signatures each).
+
+    For hop count h, Yen runs on the layered DAG of (node, depth) copies of the corridor,
+    where every source-target path is a walk of exactly h hops, in cost order; walks that
+    revisit a node are dropped, which leaves the simple h-hop paths in cost order. ``pool``
+    caps the walks enumerated per hop count.
+    """
+    nodes = local.nodes
+    n = len(nodes)
+    s = int(np.searchsorted(nodes, topic))
+    t = int(np.searchsorted(nodes, answer))
+    if s == t or nodes[s] != topic or nodes[t] != answer:
+        return []
+    src = np.repeat(np.arange(n), np.diff(local.indptr))
+    dst, cost = local.indices, local.cost
+    found: list[FoundPath] = []
+    for h in range(1, max_hop + 1):
+        heads, tails, costs = [], [], []
+        for depth in range(h):
+            keep = (dst != s) & ((dst != t) if depth < h - 1 else (dst == t)) & ((src != t))
+            if depth == 0:
+                keep &= src == s
+            heads.append(depth * n + src[keep])
+            tails.append((depth + 1) * n + dst[keep])
+            costs.append(cost[keep])
+        head, tail, c = np.concatenate(heads), np.concatenate(tails), np.concatenate(costs)
+        size = (h + 1) * n
+        order = np.lexsort((tail, head))
+        head, tail, c = head[order], tail[order], c[order]
+        indptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(head, minlength=size), out=indptr[1:])
+        walk_costs, walks = yen_k_shortest(indptr, tail.astype(np.int64), c.astype(np.float64),
+                                           s, h * n + t, pool)
+        signatures: set[str] = set()
+        for walk_cost, walk in zip(walk_costs.tolist(), walks):
+            path = walk % n
+            if len(set(path.tolist())) != len(path):
+                continue
+            steps = path[:-1] * n + path[1:]
+            fp = FoundPath(nodes[path], local.relation[np.searchsorted(local.keys, steps)], walk_cost)
+            signature = str(fp.metapath(graph))
+            if signature in signatures:
+                continue
+            signatures.add(signature)
+            found.append(fp)
+            if len(signatures) == per_hop:
+                break
+    return found
+
+
 def bin_by_hop(graph: KnowledgeGraph, paths: list[FoundPath], per_hop: int = 5,
                max_hop: int = 5) -> dict[int, list[FoundPath]]:
     """Cheapest first within each hop count 1..max_hop, one path per typed signature."""
