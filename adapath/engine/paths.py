@@ -111,7 +111,7 @@ def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_ho
     for h in range(1, max_hop + 1):
         heads, tails, costs = [], [], []
         for depth in range(h):
-            keep = (dst != s) & ((dst != t) if depth < h - 1 else (dst == t)) & ((src != t))
+            keep = (dst != s) & ((dst != t) if depth < h - 1 else (dst == t)) & (src != t)
             if depth == 0:
                 keep &= src == s
             heads.append(depth * n + src[keep])
