@@ -7,43 +7,39 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _bound(keys, lo, hi, value, strict):
+    """First position in [lo, hi) whose key is > value (strict) or >= value."""
+    while lo < hi:
+        m = (lo + hi) // 2
+        if keys[m] < value or (strict and keys[m] == value):
+            lo = m + 1
+        else:
+            hi = m
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bound_by_type(indices, node_type, lo, hi, value, strict):
+    """As _bound, keyed by the neighbour's node type."""
+    while lo < hi:
+        m = (lo + hi) // 2
+        key = node_type[indices[m]]
+        if key < value or (strict and key == value):
+            lo = m + 1
+        else:
+            hi = m
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _segment(indptr, indices, rel, node_type, u, r, t):
-    """[lo, hi) of u's half-edges with relation r and neighbour type t (two binary searches)."""
-    lo, hi = indptr[u], indptr[u + 1]
-    a, b = lo, hi
-    while a < b:  # first half-edge with rel >= r
-        m = (a + b) // 2
-        if rel[m] < r:
-            a = m + 1
-        else:
-            b = m
-    start = a
-    a, b = start, hi
-    while a < b:  # first with rel > r
-        m = (a + b) // 2
-        if rel[m] <= r:
-            a = m + 1
-        else:
-            b = m
-    end = a
+    """[lo, hi) of u's half-edges with relation r and (t >= 0) neighbour type t."""
+    start = _bound(rel, indptr[u], indptr[u + 1], r, False)
+    end = _bound(rel, start, indptr[u + 1], r, True)
     if t < 0:
         return start, end
-    a, b = start, end
-    while a < b:  # first with type >= t
-        m = (a + b) // 2
-        if node_type[indices[m]] < t:
-            a = m + 1
-        else:
-            b = m
-    s2 = a
-    a, b = s2, end
-    while a < b:  # first with type > t
-        m = (a + b) // 2
-        if node_type[indices[m]] <= t:
-            a = m + 1
-        else:
-            b = m
-    return s2, a
+    first = _bound_by_type(indices, node_type, start, end, t, False)
+    return first, _bound_by_type(indices, node_type, first, end, t, True)
 
 
 @njit(cache=True, nogil=True)
