@@ -1,0 +1,85 @@
+"""The one protocol every LLM backend implements, and usage accounting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class LLMError(RuntimeError):
+    """A backend failed after its retries (server down, timeouts, malformed replies)."""
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 42
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class Generation:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, generations: list[Generation], seconds: float, share: float = 1.0) -> None:
+        self.calls += len(generations)
+        self.prompt_tokens += sum(g.prompt_tokens for g in generations)
+        self.completion_tokens += sum(g.completion_tokens for g in generations)
+        self.seconds += seconds * share
+
+    def as_dict(self) -> dict:
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "seconds": round(self.seconds, 4)}
+
+
+class LLMBackend(Protocol):
+    name: str
+
+    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+        """One generation per prompt, in order. Prompts are user messages of a chat."""
+        ...
+
+
+def count_tokens(text: str) -> int:
+    """A tokenizer-free estimate (whitespace words x 4/3) for backends that report none."""
+    return max(1, round(len(text.split()) * 4 / 3)) if text else 0
+
+
+@dataclass
+class ScriptedBackend:
+    """Deterministic replies for tests: the first rule whose key occurs in the prompt wins.
+
+    ``rules`` maps a substring to a reply or to a function of the prompt; ``default`` answers
+    everything else. Every prompt is kept in ``seen`` so tests can inspect what was sent.
+    """
+
+    rules: dict = field(default_factory=dict)
+    default: str = ""
+    name: str = "scripted"
+    seen: list[str] = field(default_factory=list)
+    batches: list[int] = field(default_factory=list)
+
+    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+        self.batches.append(len(prompts))
+        out = []
+        for prompt in prompts:
+            self.seen.append(prompt)
+            reply = self.default
+            for key, value in self.rules.items():
+                if key in prompt:
+                    reply = value(prompt) if callable(value) else value
+                    break
+            out.append(Generation(reply, count_tokens(prompt), count_tokens(reply)))
+        return out
