@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
@@ -42,3 +44,132 @@ def typed_neighbors(graph: KnowledgeGraph, node: int, relation: int, node_type: 
     """Neighbours of ``node`` by a relation code into a type code (a CSR slice)."""
     return typed_slice(graph.indptr, graph.indices, graph.rel, graph.node_type,
                        int(node), int(relation), int(node_type))
+
+
+# ---------------------------------------------------------------------------- guided search
+#
+# A traversal advances one depth at a time so that a driver can score the candidates of
+# many queries in one batch (one LLM call per query and depth). Each query's state lists
+# candidate groups at the current depth; the driver picks candidates; the state advances.
+
+
+
+@dataclass
+class Beam:
+    nodes: list[int]
+    relations: list[int]
+    metapaths: tuple[int, ...]  # indices of the meta-paths this beam still follows (() = free)
+    score: float = 0.0
+
+
+@dataclass
+class Candidate:
+    beam: int  # index into the state's beams
+    node: int
+    relation: int
+    metapaths: tuple[int, ...]
+
+
+@dataclass
+class Group:
+    relation: int
+    node_type: int
+    parent: int  # the parent node
+    candidates: list[Candidate]
+
+
+@dataclass
+class TraversalState:
+    """One query's meta-path guided (or free) breadth-first search with a beam."""
+
+    graph: KnowledgeGraph
+    topic: int
+    metapaths: list[tuple[np.ndarray, np.ndarray]]  # (type codes, relation codes); empty = free
+    max_depth: int
+    beams: list[Beam] = field(default_factory=list)
+    complete: list[Beam] = field(default_factory=list)
+    explored: dict[int, list[int]] = field(default_factory=dict)
+    depth: int = 0
+
+    def __post_init__(self):
+        follow = tuple(range(len(self.metapaths)))
+        self.beams = [Beam([self.topic], [], follow)]
+        lengths = [len(rels) for _, rels in self.metapaths]
+        self.target_depth = min(self.max_depth, max(lengths)) if lengths else self.max_depth
+
+    @property
+    def free(self) -> bool:
+        return not self.metapaths
+
+    @property
+    def finished(self) -> bool:
+        return self.depth >= self.target_depth or not self.beams
+
+    def groups(self, prefilter=None, limit: int = 50) -> list[Group]:
+        """Candidate groups at the next depth: one per (parent, relation, node type).
+
+        Guided: only neighbours matching position d of a meta-path the beam follows. Free:
+        every neighbour. Nodes already on the beam's path are skipped. Groups larger than
+        ``limit`` keep the ``limit`` best by ``prefilter(nodes) -> scores`` (or the first ones).
+        """
+        g = self.graph
+        d = self.depth
+        merged: dict[tuple[int, int, int], dict[int, Candidate]] = {}
+        for b, beam in enumerate(self.beams):
+            parent = beam.nodes[-1]
+            if self.free:
+                nbrs, rels = g.neighbors(parent)
+                steps = {}
+                for v, r in zip(nbrs.tolist(), rels.tolist()):
+                    steps.setdefault((r, int(g.node_type[v])), []).append(v)
+                options = [(r, t, vs, ()) for (r, t), vs in steps.items()]
+            else:
+                by_step: dict[tuple[int, int], list[int]] = {}
+                for m in beam.metapaths:
+                    types, rels = self.metapaths[m]
+                    if len(rels) > d:
+                        by_step.setdefault((int(rels[d]), int(types[d + 1])), []).append(m)
+                options = [(r, t, typed_neighbors(g, parent, r, t).tolist(), tuple(ms))
+                           for (r, t), ms in by_step.items()]
+            for r, t, nodes, ms in options:
+                on_path = set(beam.nodes)
+                bucket = merged.setdefault((parent, r, t), {})
+                for v in nodes:
+                    if v in on_path:
+                        continue
+                    old = bucket.get(v)
+                    if old is None:
+                        bucket[v] = Candidate(b, v, r, ms)
+                    else:
+                        old.metapaths = tuple(sorted(set(old.metapaths) | set(ms)))
+        out = []
+        for (parent, r, t), bucket in merged.items():
+            candidates = list(bucket.values())
+            if len(candidates) > limit:
+                nodes = np.array([c.node for c in candidates])
+                scores = prefilter(nodes) if prefilter is not None else -np.arange(len(nodes))
+                keep = np.lexsort((nodes, -scores))[:limit]
+                candidates = [candidates[i] for i in sorted(keep)]
+            out.append(Group(r, t, parent, candidates))
+        return out
+
+    def advance(self, chosen: list[tuple[Candidate, float]], considered: list[int]) -> None:
+        """Move to the next depth keeping the chosen candidates (with their scores)."""
+        self.depth += 1
+        self.explored[self.depth] = sorted(set(considered))
+        new = []
+        for candidate, score in chosen:
+            parent = self.beams[candidate.beam]
+            beam = Beam(parent.nodes + [candidate.node], parent.relations + [candidate.relation],
+                        candidate.metapaths, parent.score + score)
+            if self.free:
+                self.complete.append(beam)
+                new.append(beam)
+                continue
+            lengths = [len(self.metapaths[m][1]) for m in candidate.metapaths]
+            if any(n == self.depth for n in lengths):
+                self.complete.append(beam)
+            longer = tuple(m for m, n in zip(candidate.metapaths, lengths) if n > self.depth)
+            if longer:
+                new.append(Beam(beam.nodes, beam.relations, longer, beam.score))
+        self.beams = new

@@ -50,7 +50,7 @@ def parse_control(text: str, answer_types: list[str], max_hop: int) -> tuple[str
     try:
         hops = int(hops)
     except (TypeError, ValueError):
-        found = re.search(r"hops?\D{0,5}(\d)", lowered)
+        found = re.search(r"hops?\D{0,5}(\d)", lowered) or re.search(r"(\d)\s*-?\s*hops?", lowered)
         hops = int(found.group(1)) if found else None
     if hops is not None and not 1 <= hops <= max_hop:
         hops = None
