@@ -111,7 +111,7 @@ def test_guided_paths_follow_surviving_metapaths(setup):
             assert MetaPath(types, relations) in allowed
             for (h, r, t) in path:  # every step is a real edge
                 assert graph.index_of([t])[0] in graph.neighbors(graph.index_of([h])[0], relation=r)[0]
-        for depth, explored in result["explored"].items():
+        for explored in result["explored"].values():
             assert len(explored) <= 3 * 3 * 5 * max(1, len(allowed))
     assert guided >= len(results) // 2
 
