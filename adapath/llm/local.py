@@ -44,7 +44,7 @@ class HFBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
-            raise _missing("transformers and torch", "train") from None
+            raise _missing("transformers and torch", "hf") from None
         self.name = f"hf:{path}"
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)

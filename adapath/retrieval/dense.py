@@ -91,18 +91,21 @@ def _normalize(x: np.ndarray) -> np.ndarray:
 
 
 class VectorIndex:
-    """Inner-product search over normalized rows: FAISS when installed, NumPy otherwise."""
+    """Inner-product search over normalized rows: a FAISS flat index (on a GPU when FAISS
+    sees one), NumPy when FAISS is not installed."""
 
-    def __init__(self, vectors: np.ndarray):
+    def __init__(self, vectors: np.ndarray, faiss_index=None):
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self._faiss = None
-        try:
-            import faiss
+        self._faiss = faiss_index
+        if self._faiss is None:
+            try:
+                import faiss
 
-            self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
-            self._faiss.add(self.vectors)
-        except ImportError:
-            pass
+                self._faiss = faiss.IndexFlatIP(self.vectors.shape[1])
+                self._faiss.add(self.vectors)
+            except ImportError:
+                return
+        self._faiss = _maybe_gpu(self._faiss)
 
     def all_scores(self, queries: np.ndarray) -> np.ndarray:
         """Cosine of every query against every row (queries x rows)."""
@@ -115,6 +118,7 @@ class VectorIndex:
         return queries @ self.vectors.T
 
     def save(self, path: str | Path) -> None:
+        """``path.npy`` (the vectors) and, with FAISS, ``path.faiss`` (its own format)."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.tmp.npy")
         np.save(tmp, self.vectors)
@@ -122,13 +126,39 @@ class VectorIndex:
         if self._faiss is not None:
             import faiss
 
+            index = self._faiss
+            if hasattr(faiss, "index_gpu_to_cpu") and type(index).__name__.startswith("Gpu"):
+                index = faiss.index_gpu_to_cpu(index)
             tmp_index = path.with_name(f".{path.name}.tmp")
-            faiss.write_index(self._faiss, str(tmp_index))
+            faiss.write_index(index, str(tmp_index))
             os.replace(tmp_index, path.with_suffix(".faiss"))
 
     @classmethod
     def load(cls, path: str | Path) -> VectorIndex:
-        return cls(np.load(Path(path).with_suffix(".npy"), allow_pickle=False))
+        path = Path(path)
+        vectors = np.load(path.with_suffix(".npy"), allow_pickle=False)
+        index = None
+        if path.with_suffix(".faiss").is_file():
+            try:
+                import faiss
+
+                index = faiss.read_index(str(path.with_suffix(".faiss")))
+                if index.ntotal != len(vectors):
+                    index = None
+            except ImportError:
+                pass
+        return cls(vectors, index)
+
+
+def _maybe_gpu(index):
+    try:
+        import faiss
+
+        if hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
+            return faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    return index
 
 
 class NodeEmbeddings:
