@@ -193,6 +193,35 @@ def dataset_generate(
     _say(f"wrote {out}: {len(records)} questions")
 
 
+@dataset_app.command("build")
+def dataset_build(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory."),
+    out: Path = typer.Option(..., "--out", help="Output directory: train/dev/test JSONL + stats.json."),
+    per_template: int = typer.Option(40, "--per-template", help="Walks drawn per template."),
+    min_grounding: int = typer.Option(5, "--min-grounding", help="Distinct walks a template needs."),
+    max_answers: int = typer.Option(50, "--max-answers", help="Drop records with more valid answers."),
+    seed: int = typer.Option(0, "--seed"),
+    llm: str = typer.Option("none", "--llm", help="Surface forms by an LLM (none: templated forms)."),
+    force: bool = typer.Option(False, "--force"),
+) -> None:
+    """Build a BioStrat-QA-format dataset from a graph and the 60 templates (5:2:3 split)."""
+    from adapath.datasets.construct import BuildConfig, build_dataset
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.fsutil import atomic_dir
+    from adapath.llm import make_backend
+
+    graph = KnowledgeGraph.load(kg)
+    config = BuildConfig(per_template=per_template, min_grounding=min_grounding,
+                         max_answers=max_answers, seed=seed)
+    splits, stats = build_dataset(graph, config, make_backend(llm))
+    with atomic_dir(out, overwrite=force) as tmp:
+        for name, records in splits.items():
+            (tmp / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2))
+    _say(f"wrote {out}: " + ", ".join(f"{n} {len(r)}" for n, r in splits.items()) +
+         f" records from {stats['templates_kept']} templates")
+
+
 # ---------------------------------------------------------------------------- bank
 
 

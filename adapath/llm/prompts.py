@@ -58,3 +58,34 @@ def plan(question: str, topic_type: str, relations: list[str], types: list[str],
         f"Propose up to 3 meta-paths of at most {max_hop} hops, one per line, written as "
         f"{topic_type} -[relation]- type -[relation]- type."
     )
+
+
+# ---- BioStrat-QA construction (the paper's Appendix A.3). Target names never appear in a
+# summary; the answer's name never appears in a question.
+
+def pathway_summary(topic: str, hops: list[tuple[str, str, str, str]]) -> str:
+    """hops: (source name, relation, target description, target type) for each step."""
+    lines = ["Summarise this biomedical pathway in two or three sentences. Describe each target "
+             "by its description and type only; never name a target.", f"Start: {topic}"]
+    for i, (source, relation, description, node_type) in enumerate(hops, start=1):
+        lines.append(f"Hop {i}: {source} -[{relation}]-> a {node_type}: {description}")
+    return "\n".join(lines)
+
+
+def explicit_question(topic: str, steps: list[tuple[str, str]], answer_type: str) -> str:
+    route = "; ".join(f"'{relation}' to {name}" for relation, name in steps)
+    return ("Write one natural question whose answer is a single " + answer_type + ". "
+            f"It starts from {topic}, names every intermediate entity and relation on the route "
+            f"({route}), then asks for the {answer_type} at the end. Never name the answer. "
+            "Reply with the question only.")
+
+
+def implicit_question(topic: str, summary: str, answer_type: str) -> str:
+    return ("Write one natural question whose answer is a single " + answer_type + ". "
+            f"It starts from {topic} and paraphrases the intermediate entities from this summary "
+            f"without naming them: {summary} Never name the answer. Reply with the question only.")
+
+
+def bare_question(topic: str, answer_type: str) -> str:
+    return (f"Write one short question asking which {answer_type} is related to {topic}, with a "
+            "generic linking phrase and no other detail. Reply with the question only.")
