@@ -222,6 +222,58 @@ def dataset_build(
          f" records from {stats['templates_kept']} templates")
 
 
+@dataset_app.command("topics")
+def dataset_topics(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory (PrimeKG ids for STaRK-Prime)."),
+    out: Path = typer.Option(..., "--out", help="Output JSONL: one topic choice per question."),
+    stark: Path | None = typer.Option(None, "--stark", help="STaRK-Prime CSV (id, query, answer_ids)."),
+    medddx: Path | None = typer.Option(None, "--medddx", help="MedDDx JSONL (see adapath.datasets.medddx)."),
+    llm: str = typer.Option("none", "--llm"),
+    encoder: str = typer.Option("minilm", "--encoder"),
+    limit: int = typer.Option(0, "--limit"),
+) -> None:
+    """Extract topic entities for questions that come with answers only (Appendix C)."""
+    from adapath.datasets import medddx as medddx_module
+    from adapath.datasets import stark_prime
+    from adapath.datasets.topics import TopicExtractor
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.fsutil import atomic_file
+    from adapath.llm import make_backend
+    from adapath.retrieval.bm25 import GraphText
+    from adapath.retrieval.dense import make_encoder
+
+    if (stark is None) == (medddx is None):
+        raise InputError("give exactly one of --stark or --medddx")
+    graph = KnowledgeGraph.load(kg)
+    if stark is not None:
+        items = [(str(q.id), q.query, list(q.answer_ids)) for q in stark_prime.load_questions(stark)]
+        resolve = lambda ids: [int(i) for i in graph.index_of(ids, missing="ignore") if i >= 0]  # noqa: E731
+    else:
+        names = {}
+        for i, name in enumerate(graph.names.to_pylist()):
+            names.setdefault(name.lower(), []).append(i)
+        items = [(q.id, q.question, [q.options[q.answer]]) for q in medddx_module.load_questions(medddx)]
+        resolve = lambda opts: [i for o in opts for i in names.get(o.lower(), [])]  # noqa: E731
+    if limit:
+        items = items[:limit]
+    extractor = TopicExtractor(graph, GraphText.for_graph(graph, kg, b=0.0), make_encoder(encoder),
+                               make_backend(llm))
+    found = 0
+    with atomic_file(out) as handle:
+        for qid, text, answers in items:
+            answer_nodes = resolve(answers)
+            choice = extractor.extract(text, answer_nodes) if answer_nodes else None
+            if choice is None:
+                row = {"id": qid, "error": "answers not in the graph" if not answer_nodes else "no template grounds"}
+            else:
+                found += 1
+                row = {"id": qid, "template_id": choice.template_id,
+                       "topic_ids": [int(graph.node_id[t]) for t in choice.topics],
+                       "topic_names": [graph.name(t) for t in choice.topics], "fallback": choice.fallback}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _say(f"wrote {out}: topics for {found} of {len(items)} questions")
+
+
 # ---------------------------------------------------------------------------- bank
 
 
@@ -437,6 +489,7 @@ def eval_report(
     out: Path | None = typer.Option(None, "--out", help="Report directory."),
     kg: Path | None = typer.Option(None, "--kg", help="Graph (names of all valid answers, triplet recall, traversability)."),
     ablation: list[str] = typer.Option([], "--ablation", help="NAME=FILE result files for the ablation plot."),
+    judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance (none: skip)."),
 ) -> None:
     """Write metrics.json, Markdown tables (Tables 2, 4, 11) and PNG plots for a result file."""
     if ctx.invoked_subcommand is not None:
@@ -450,7 +503,10 @@ def eval_report(
     records = load_records(parse_spec(queries))
     graph = KnowledgeGraph.load(kg) if kg else None
     ablations = {name: load_results(path) for name, path in _parse_ablation(ablation).items()}
-    metrics = write_report(load_results(results), records, graph, out, ablations or None)
+    from adapath.llm import make_backend
+
+    metrics = write_report(load_results(results), records, graph, out, ablations or None,
+                           judge=make_backend(judge_llm))
     out_console.print(table2(metrics, "strict"), markup=False)
     _say(f"wrote {out}: metrics.json, table2.md, table4.md, table11.md, plots")
 

@@ -222,12 +222,36 @@ def plots(metrics: dict, out: Path, ablations: dict[str, dict] | None = None) ->
     return written
 
 
+def judge_items(results: list[dict], records: list[dict], graph: KnowledgeGraph) -> list[tuple]:
+    """(question at the result's level, named triplets of its paths) per result."""
+    by_id = {str(r["data_id"]): r for r in records}
+    items = []
+    for result in results:
+        record = by_id[str(result["id"])]
+        triplets = []
+        for path in result.get("paths") or []:
+            for head, relation, tail in path:
+                h, t = graph.index_of([head, tail], missing="ignore")
+                if h >= 0 and t >= 0 and (graph.name(h), relation, graph.name(t)) not in triplets:
+                    triplets.append((graph.name(h), relation, graph.name(t)))
+        items.append((record[f"{result.get('level', 'explicit')}_query"], triplets))
+    return items
+
+
 def write_report(results: list[dict], records: list[dict], graph: KnowledgeGraph | None, out: str | Path,
-                 ablations: dict[str, list[dict]] | None = None) -> dict:
+                 ablations: dict[str, list[dict]] | None = None, judge=None) -> dict:
     from adapath.fsutil import atomic_dir
 
     rows = record_scores(results, records, graph)
     metrics = summarize(rows)
+    if judge is not None:
+        if graph is None:
+            raise InputError("the relevance judge needs --kg (triplet names)")
+        from adapath.eval.judge import context_relevance
+
+        judged = context_relevance(judge, judge_items(results, records, graph))
+        metrics["context_relevance"] = judged["context_relevance"]
+        metrics["judge_unparsed"] = judged["unparsed"]
     ablation_metrics = None
     if ablations:
         ablation_metrics = {name: summarize(record_scores(res, records, graph)) for name, res in ablations.items()}

@@ -89,3 +89,28 @@ def implicit_question(topic: str, summary: str, answer_type: str) -> str:
 def bare_question(topic: str, answer_type: str) -> str:
     return (f"Write one short question asking which {answer_type} is related to {topic}, with a "
             "generic linking phrase and no other detail. Reply with the question only.")
+
+
+# ---- topic-entity extraction (the paper's Appendix C) and the context-relevance judge
+
+def pick_template(question: str, templates: list[str]) -> str:
+    lines = ["Which question pattern fits this biomedical question best?", f"Question: {question}"]
+    lines += [f"{i}. {t}" for i, t in enumerate(templates, start=1)]
+    lines.append("Reply with the pattern's number in braces, for example {2}.")
+    return "\n".join(lines)
+
+
+def pick_entity(question: str, slot_type: str, candidates: list[tuple[str, str]]) -> str:
+    lines = [f"Which {slot_type} does this question start from?", f"Question: {question}"]
+    lines += [f"{i}. {name}: {chunk}" for i, (name, chunk) in enumerate(candidates, start=1)]
+    lines.append("Reply with the candidate's number in braces, for example {1}.")
+    return "\n".join(lines)
+
+
+def judge_relevance(question: str, triplets: list[tuple[str, str, str]]) -> str:
+    lines = ["Rate how relevant the retrieved knowledge-graph context is to the question.",
+             f"Question: {question}", "Context:"]
+    lines += [f"- ({h}, {r}, {t})" for h, r, t in triplets] or ["- (none)"]
+    lines.append("Score 0 (irrelevant), 1 (partly relevant) or 2 (relevant). Reply with the score in braces, "
+                 "for example {1}.")
+    return "\n".join(lines)
