@@ -30,6 +30,9 @@ app.add_typer(bank_app, name="bank")
 eval_app = typer.Typer(help="Score result files: metrics, tables, plots, comparisons.",
                        invoke_without_command=True)
 app.add_typer(eval_app, name="eval")
+pathmind_app = typer.Typer(help="PathMind: train the path-priority model, build reasoner data, fine-tune.",
+                           no_args_is_help=True)
+app.add_typer(pathmind_app, name="pathmind")
 
 out_console = Console()
 err_console = Console(stderr=True)
@@ -402,7 +405,9 @@ def answer_cmd(
     queries: str = typer.Option(..., "--queries", help="Test queries: biostrat:PATH."),
     out: Path = typer.Option(..., "--out", help="Result JSONL (resumed if it exists)."),
     bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (AdaPath)."),
-    method: str = typer.Option("adapath", "--method", help="adapath."),
+    method: str = typer.Option("adapath", "--method", help="adapath or pathmind."),
+    model: Path | None = typer.Option(None, "--model", help="PathMind model directory (--method pathmind)."),
+    prioritize: str = typer.Option("model", "--prioritize", help="PathMind: model, shortest or random (ablations)."),
     level: str = typer.Option("explicit", "--level", help="explicit|implicit|bare|all."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
     encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
@@ -431,10 +436,12 @@ def answer_cmd(
     levels = list(LEVELS) if level == "all" else [level]
     if any(lv not in LEVELS for lv in levels):
         raise InputError(f"--level {level!r}: choose explicit, implicit, bare or all")
-    if method != "adapath":
-        raise InputError(f"--method {method!r}: only adapath is available")
-    if bank is None:
+    if method not in ("adapath", "pathmind"):
+        raise InputError(f"--method {method!r}: choose adapath or pathmind")
+    if method == "adapath" and bank is None:
         raise InputError("--bank is required for --method adapath")
+    if method == "pathmind" and model is None:
+        raise InputError("--model is required for --method pathmind")
     if llm_plan and llm == "none":
         raise InputError("--llm-plan needs an LLM (--llm ...)")
     records = load_records(parse_spec(queries))
@@ -443,10 +450,20 @@ def answer_cmd(
     graph = KnowledgeGraph.load(kg)
     done = _finished_ids(out)
     todo = [(r, lv) for lv in levels for r in records if (str(r["data_id"]), lv) not in done]
-    encoder_model = make_encoder(encoder)
     backend = make_backend(llm, tensor_parallel_size=tensor_parallel)
-    config = AdaPathConfig(use_metapath=not no_metapath, llm_plan=llm_plan)
-    pipeline = AdaPath(graph, BankIndex(bank, encoder_model), encoder_model, backend, config, graph_dir=kg)
+    if method == "pathmind":
+        from adapath.methods.pathmind.infer import MODES, PathMind
+        from adapath.methods.pathmind.train import load_checkpoint
+
+        if prioritize not in MODES:
+            raise InputError(f"--prioritize {prioritize!r}: choose {', '.join(MODES)}")
+        net, train_config = load_checkpoint(model)
+        encoder_model = make_encoder(train_config.encoder)
+        pipeline = PathMind(graph, net, train_config, encoder_model, backend, graph_dir=kg, mode=prioritize)
+    else:
+        encoder_model = make_encoder(encoder)
+        config = AdaPathConfig(use_metapath=not no_metapath, llm_plan=llm_plan)
+        pipeline = AdaPath(graph, BankIndex(bank, encoder_model), encoder_model, backend, config, graph_dir=kg)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
@@ -539,6 +556,48 @@ def eval_compare(
     print(f"{metric}: A - B = {100 * result['diff']:+.2f} points, 95% CI "
           f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}] over {len(shared)} paired records "
           f"({resamples:,} resamples)")
+
+
+# ---------------------------------------------------------------------------- pathmind
+
+
+@pathmind_app.command("train")
+def pathmind_train(
+    kg: Path = typer.Option(..., "--kg"),
+    queries: str = typer.Option(..., "--queries", help="Training questions: biostrat:PATH."),
+    out: Path = typer.Option(..., "--out", help="Model directory (safetensors + config.json)."),
+    level: str = typer.Option("explicit", "--level"),
+    encoder: str = typer.Option("hashing", "--encoder", help="Query and node-text encoder."),
+    epochs: int = typer.Option(20, "--epochs"),
+    budget: int = typer.Option(400, "--budget", help="Subgraph node budget."),
+    hops: int = typer.Option(3, "--hops", help="k of the k-hop subgraph, and rounds T."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Train the path-priority network with early stopping on a validation split."""
+    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.methods.pathmind.train import (
+        Featurizer,
+        TrainConfig,
+        make_examples,
+        save_checkpoint,
+        train,
+    )
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+
+    graph = KnowledgeGraph.load(kg)
+    records = load_records(parse_spec(queries))
+    config = TrainConfig(epochs=epochs, budget=budget, hops=hops, seed=seed, encoder=encoder)
+    encoder_model = make_encoder(encoder)
+    examples = make_examples(graph, records, encoder_model, level, hops=hops, budget=budget)
+    survive = sum(bool(len(e.local_answers)) for e in examples) / len(examples)
+    _say(f"{len(examples)} questions; the answer survives the subgraph bound in {100 * survive:.1f}%")
+    nodes = NodeEmbeddings(graph, encoder_model, kg)
+    model, history = train(graph, examples, Featurizer(graph, nodes), config, log=lambda h: _say(
+        f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@3 {h['val_hits3']:.3f}, {h['seconds']:.1f} s"))
+    nodes.flush()
+    save_checkpoint(model, config, graph, out, history)
+    _say(f"wrote {out}")
 
 
 # ---------------------------------------------------------------------------- entry point

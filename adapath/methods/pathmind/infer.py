@@ -1,0 +1,134 @@
+"""PathMind inference: prioritize entities in the query subgraph, extract reasoning paths,
+reason with one LLM call (or extractively: the best prioritized entity).
+
+Selection: at each round t = 1..T the top K entities (by priority) among those t hops from
+the topic in the subgraph are explored; the final K entities are the best of all rounds.
+Paths: cheapest paths from the topic under the learned edge costs (Dijkstra), the cheapest
+relation between each pair. Ablations: ``shortest`` (no learned priority: nearest entities,
+ties by degree, unit-cost shortest paths) and ``random`` (seeded random entities).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from scipy.sparse.csgraph import dijkstra
+
+from adapath.engine.graph import KnowledgeGraph
+from adapath.llm import GenerationParams, Usage, prompts
+from adapath.llm.base import count_tokens
+from adapath.llm.parse import parse_answer
+from adapath.methods.pathmind.subgraph import SubgraphBuilder
+from adapath.methods.pathmind.train import Example, Featurizer, TrainConfig
+from adapath.retrieval.dense import NodeEmbeddings
+
+MODES = ("model", "shortest", "random")
+
+
+class PathMind:
+    def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
+                 k: int = 3, mode: str = "model", seed: int = 0, max_prompt_tokens: int = 2048):
+        self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
+        self.k, self.mode, self.seed, self.max_prompt_tokens = k, mode, seed, max_prompt_tokens
+        self.builder = SubgraphBuilder(graph, hops=config.hops, budget=config.budget)
+        self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
+        self.featurize = Featurizer(graph, self.nodes)
+
+    def examples(self, queries) -> list[Example]:
+        topics = [self.graph.index_of(q.topic_ids).tolist() for q in queries]
+        vectors = self.encoder.encode([q.text for q in queries])
+        subgraphs = self.builder.build_many(topics)
+        return [Example(q.id, q.text, t, [], s, v) for q, t, s, v in zip(queries, topics, subgraphs, vectors)]
+
+    def prioritize(self, example: Example) -> tuple[np.ndarray, np.ndarray]:
+        """(priority per local node, cost per local half-edge)."""
+        sub = example.subgraph
+        if self.mode == "model":
+            with torch.no_grad():
+                logits, cost, _ = self.model(*self.featurize(example))
+            return logits.numpy(), cost.numpy()
+        unit = np.ones(len(sub.src))
+        if self.mode == "shortest":
+            degree = self.graph.degree()[sub.nodes].astype(float)
+            return -sub.depth.astype(float) + degree / (degree.max() + 1) * 0.5, unit
+        rng = np.random.default_rng(self.seed + int.from_bytes(example.id.encode()[-4:].rjust(4, b"\0"), "little"))
+        return rng.random(len(sub.nodes)), unit
+
+    def select(self, example: Example, priority: np.ndarray) -> tuple[list[int], dict[int, list[int]]]:
+        sub = example.subgraph
+        explored, pool = {}, []
+        for t in range(1, self.config.hops + 1):
+            at = np.flatnonzero(sub.depth == t)
+            top = at[np.lexsort((at, -priority[at]))][: self.k]
+            explored[t] = top.tolist()
+            pool += top.tolist()
+        pool = sorted(set(pool), key=lambda v: (-priority[v], v))
+        return pool[: self.k], explored
+
+    def paths(self, example: Example, targets: list[int], cost: np.ndarray) -> list[list[tuple[int, int, int]]]:
+        sub = example.subgraph
+        n = len(sub.nodes)
+        key = sub.src * n + sub.dst
+        order = np.lexsort((cost, key))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = key[order][1:] != key[order][:-1]
+        chosen = order[first]
+        matrix = sp.csr_matrix((cost[chosen] + 1e-9, (sub.src[chosen], sub.dst[chosen])), shape=(n, n))
+        relation = dict(zip(key[chosen].tolist(), sub.rel[chosen].tolist()))
+        source = int(sub.topics[0])
+        _, predecessors = dijkstra(matrix, indices=source, return_predecessors=True)
+        out = []
+        for target in targets:
+            walk = [target]
+            while walk[-1] != source and predecessors[walk[-1]] >= 0:
+                walk.append(int(predecessors[walk[-1]]))
+            if walk[-1] != source:
+                continue
+            walk.reverse()
+            out.append([(a, relation[a * n + b], b) for a, b in zip(walk[:-1], walk[1:])])
+        return out
+
+    def answer(self, queries) -> list[dict]:
+        g = self.graph
+        results, prompt_list, usages = [], [], [Usage() for _ in queries]
+        for q, ex in zip(queries, self.examples(queries)):
+            priority, cost = self.prioritize(ex)
+            chosen, explored = self.select(ex, priority)
+            local_paths = self.paths(ex, chosen, cost)
+            nodes = ex.subgraph.nodes
+            paths = [[[int(g.node_id[nodes[a]]), g.relation_names[r], int(g.node_id[nodes[b]])] for a, r, b in p]
+                     for p in local_paths]
+            results.append({
+                "id": q.id, "level": q.level, "answer": g.name(nodes[chosen[0]]) if chosen else "", "raw": "",
+                "paths": paths, "prioritized": [int(g.node_id[nodes[v]]) for v in chosen],
+                "explored": {str(t): [int(g.node_id[nodes[v]]) for v in vs] for t, vs in explored.items()},
+                "metapaths": [], "control": {}, "fallback": "" if self.mode == "model" else self.mode,
+            })
+            if self.llm is not None:
+                prompt_list.append(self._prompt(q.text, [[(g.name(nodes[a]), g.relation_names[r], g.name(nodes[b]))
+                                                          for a, r, b in p] for p in local_paths]))
+        if self.llm is not None:
+            clock = time.perf_counter()
+            generations = self.llm.generate(prompt_list, GenerationParams(max_tokens=64))
+            seconds = time.perf_counter() - clock
+            for result, usage, generation in zip(results, usages, generations):
+                usage.add([generation], seconds, 1.0 / len(generations))
+                result["raw"] = generation.text
+                result["answer"] = parse_answer(generation.text)
+        self.nodes.flush()
+        for result, usage in zip(results, usages):
+            result["usage"] = usage.as_dict()
+        return results
+
+    def _prompt(self, question: str, named_paths: list[list[tuple[str, str, str]]]) -> str:
+        """The single reasoning prompt, cut to ``max_prompt_tokens`` by dropping whole paths."""
+        keep = list(named_paths)
+        while True:
+            triplets = [t for p in keep for t in p]
+            prompt = prompts.answer(question, triplets)
+            if count_tokens(prompt) <= self.max_prompt_tokens or not keep:
+                return prompt
+            keep.pop()
