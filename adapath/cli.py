@@ -600,6 +600,62 @@ def pathmind_train(
     _say(f"wrote {out}")
 
 
+@pathmind_app.command("reasoner-data")
+def pathmind_reasoner_data(
+    kg: Path = typer.Option(..., "--kg"),
+    model: Path = typer.Option(..., "--model", help="Trained PathMind model directory."),
+    queries: str = typer.Option(..., "--queries", help="Training questions with answers: biostrat:PATH."),
+    stage: str = typer.Option(..., "--stage", help="sft or dpo."),
+    out: Path = typer.Option(..., "--out", help="JSONL in trl's conversational format."),
+    level: str = typer.Option("explicit", "--level"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Reasoner training data from prioritized paths (SFT: answer sets; DPO: path preferences)."""
+    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.methods.adapath import query_from_record
+    from adapath.methods.pathmind.infer import PathMind
+    from adapath.methods.pathmind.sft_dpo import reasoner_examples, write_jsonl
+    from adapath.methods.pathmind.train import load_checkpoint
+    from adapath.retrieval.dense import make_encoder
+
+    if stage not in ("sft", "dpo"):
+        raise InputError(f"--stage {stage!r}: choose sft or dpo")
+    graph = KnowledgeGraph.load(kg)
+    records = load_records(parse_spec(queries))
+    net, config = load_checkpoint(model)
+    pipeline = PathMind(graph, net, config, make_encoder(config.encoder), None, graph_dir=kg)
+    results = []
+    for lo in range(0, len(records), 32):
+        results += pipeline.answer([query_from_record(r, level) for r in records[lo:lo + 32]])
+    rows = reasoner_examples(graph, records, results, stage, seed=seed)
+    write_jsonl(rows, out)
+    _say(f"wrote {out}: {len(rows)} {stage} examples")
+
+
+@pathmind_app.command("finetune")
+def pathmind_finetune(
+    base: Path = typer.Option(..., "--base", help="Base causal LM directory (transformers format)."),
+    stage: str = typer.Option(..., "--stage", help="sft or dpo."),
+    data: Path = typer.Option(..., "--data", help="JSONL from `pathmind reasoner-data`."),
+    out: Path = typer.Option(..., "--out", help="Output directory (LoRA adapter)."),
+    epochs: int = typer.Option(3, "--epochs"),
+    lr: float = typer.Option(0.0, "--lr", help="0 = the paper's (2e-5 SFT, 5e-6 DPO)."),
+    max_steps: int = typer.Option(-1, "--max-steps"),
+) -> None:
+    """LoRA fine-tuning of the reasoner with trl (SFT, then path-level DPO with beta 0.1)."""
+    from adapath.methods.pathmind.sft_dpo import finetune
+
+    if not data.is_file():
+        raise InputError(f"{data}: no such file")
+    if not base.is_dir():
+        raise InputError(f"{base}: not a model directory")
+    history = finetune(base, stage, data, out, epochs=epochs, lr=lr or None, max_steps=max_steps)
+    losses = [h["loss"] for h in history if "loss" in h]
+    _say(f"wrote {out}: {len(losses)} logged steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}" if losses
+         else f"wrote {out}")
+
+
 # ---------------------------------------------------------------------------- entry point
 
 
