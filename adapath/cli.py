@@ -416,6 +416,7 @@ def answer_cmd(
     llm_plan: bool = typer.Option(False, "--llm-plan", help="Ablation: the LLM proposes meta-paths instead of the Path-Bank."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
     limit: int = typer.Option(0, "--limit", help="Answer only the first N queries (0 = all)."),
+    force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
 ) -> None:
     """Answer questions from paths; one JSON object per query and level."""
     from rich.progress import (
@@ -448,6 +449,8 @@ def answer_cmd(
     if limit:
         records = records[:limit]
     graph = KnowledgeGraph.load(kg)
+    if force and out.exists():
+        out.unlink()
     done = _finished_ids(out)
     todo = [(r, lv) for lv in levels for r in records if (str(r["data_id"]), lv) not in done]
     backend = make_backend(llm, tensor_parallel_size=tensor_parallel)

@@ -35,7 +35,13 @@ def run(scale, args):
     from adapath.llm import ScriptedBackend
     from adapath.methods.adapath import query_from_record
     from adapath.methods.pathmind.infer import PathMind
-    from adapath.methods.pathmind.train import Featurizer, TrainConfig, hits_at, make_examples, train
+    from adapath.methods.pathmind.train import (
+        Featurizer,
+        TrainConfig,
+        hits_at,
+        make_examples,
+        train,
+    )
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
     torch.manual_seed(0)

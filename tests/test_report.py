@@ -22,7 +22,8 @@ def results_for(one, two):
     return [
         {"id": str(one["data_id"]), "level": "explicit", "answer": one["answer_entity"]["name"].upper(),
          "paths": [[[p1[0], one["triplets"][0][1], p1[1]]]], "explored": {"1": [p1[1]]},
-         "metapaths": [{"metapath": gold_metapath(one), "score": 1.0}]},
+         "metapaths": [{"metapath": gold_metapath(one), "score": 1.0}],
+         "control": {"answer_type": one["answer_entity"]["type"], "hops": 2}},
         {"id": str(two["data_id"]), "level": "explicit", "answer": two["answer_entity"]["name"][:-2],
          "paths": [[[p2[0], two["triplets"][0][1], p2[1]], [p2[1], "ppi", 999999]]],
          "explored": {"1": [p2[1]], "2": [1, 2]},
@@ -45,7 +46,9 @@ def test_hand_worked_report(pair, tmp_path):
     # meta-path ranks 1 and 2
     assert metrics["metapath_r1"] == 50.0 and metrics["metapath_r3"] == 100.0
     assert metrics["metapath_mrr"] == pytest.approx(0.75)
-    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "hit_rate_by_depth.png"):
+    # control signals: only the first result has them: right type, wrong hop count
+    assert metrics["control_accuracy"] == {"explicit": {"answer_type": 100.0, "hops": 0.0}}
+    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "table24.md", "hit_rate_by_depth.png"):
         assert (tmp_path / "r" / name).is_file()
     assert "| explicit | 100.00 | 0.00 | 50.00 | 50.00 |" in (tmp_path / "r" / "table2.md").read_text()
 

@@ -90,6 +90,10 @@ def record_scores(results: list[dict], records: list[dict], graph: KnowledgeGrap
             gold = {d: (record["triplets"][d - 1][0], record["triplets"][d - 1][2])
                     for d in range(1, row["hops"] + 1)}
             row["recall"] = triplet_recall(gold, retrieved)
+        control = result.get("control") or {}
+        if control.get("answer_type") is not None or control.get("hops") is not None:
+            row["control_type"] = control.get("answer_type") == record["answer_entity"].get("type")
+            row["control_hops"] = control.get("hops") == int(record["num_hops"])
         listed = [m["metapath"] for m in result.get("metapaths") or []]
         gold_mp = gold_metapath(record)
         row["metapath_rank"] = metapath_ranks(listed, gold_mp)
@@ -143,6 +147,10 @@ def summarize(rows: list[dict]) -> dict:
             for level in levels}
     else:
         metrics["recall_by_depth"] = {}
+    metrics["control_accuracy"] = {
+        level: {"answer_type": _pct(r["control_type"] for r in rows if r["level"] == level and "control_type" in r),
+                "hops": _pct(r["control_hops"] for r in rows if r["level"] == level and "control_hops" in r)}
+        for level in levels if any("control_type" in r for r in rows if r["level"] == level)}
     ranks = [r["metapath_rank"] for r in rows]
     for k in (1, 3, 5):
         metrics[f"metapath_r{k}"] = round(100 * recall_at_k(ranks, k), 2)
@@ -183,6 +191,13 @@ def table11(metrics: dict) -> str:
             "|---|---|---|---|---|\n"
             f"| {metrics['metapath_r1']:.2f} | {metrics['metapath_r3']:.2f} | {metrics['metapath_r5']:.2f} | "
             f"{metrics['metapath_mrr']:.4f} | {'-' if trav is None else f'{trav:.2f}'} |\n")
+
+
+def table24(metrics: dict) -> str:
+    lines = ["Control-signal accuracy, %", "", "| Level | Answer type | Hop count |", "|---|---|---|"]
+    for level, acc in metrics.get("control_accuracy", {}).items():
+        lines.append(f"| {level} | {acc['answer_type']:.2f} | {acc['hops']:.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def plots(metrics: dict, out: Path, ablations: dict[str, dict] | None = None) -> list[Path]:
@@ -262,5 +277,6 @@ def write_report(results: list[dict], records: list[dict], graph: KnowledgeGraph
         (tmp / "table2.md").write_text(table2(metrics, "strict") + "\n" + table2(metrics, "lenient"))
         (tmp / "table4.md").write_text(table4(metrics))
         (tmp / "table11.md").write_text(table11(metrics))
+        (tmp / "table24.md").write_text(table24(metrics))
         plots(metrics, tmp, ablation_metrics)
     return metrics
