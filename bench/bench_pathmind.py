@@ -13,20 +13,6 @@ import time
 import numpy as np
 
 
-def baseline(graph, examples, kind, k, seed=0):
-    rng = np.random.default_rng(seed)
-    degree = graph.degree()
-    hits = 0
-    for e in examples:
-        candidates = np.setdiff1d(np.arange(len(e.subgraph.nodes)), e.subgraph.topics)
-        if kind == "degree":
-            top = candidates[np.argsort(-degree[e.subgraph.nodes[candidates]], kind="stable")[:k]]
-        else:
-            top = rng.choice(candidates, min(k, len(candidates)), replace=False)
-        hits += bool(set(top.tolist()) & set(e.local_answers.tolist()))
-    return hits / max(len(examples), 1)
-
-
 def run(scale, args):
     import torch
 
@@ -38,6 +24,7 @@ def run(scale, args):
     from adapath.methods.pathmind.train import (
         Featurizer,
         TrainConfig,
+        baseline_hits,
         hits_at,
         make_examples,
         train,
@@ -70,8 +57,8 @@ def run(scale, args):
         "epoch_seconds": float(np.mean([h["seconds"] for h in history])), "epochs": len(history),
         "infer_ms_per_query": infer_ms,
         "hits1": hits_at(model, featurize, held_out, 1), "hits3": hits_at(model, featurize, held_out, 3),
-        "degree_hits1": baseline(graph, held_out, "degree", 1), "degree_hits3": baseline(graph, held_out, "degree", 3),
-        "random_hits1": baseline(graph, held_out, "random", 1), "random_hits3": baseline(graph, held_out, "random", 3),
+        "degree_hits1": baseline_hits(graph, held_out, "degree", 1), "degree_hits3": baseline_hits(graph, held_out, "degree", 3),
+        "random_hits1": baseline_hits(graph, held_out, "random", 1), "random_hits3": baseline_hits(graph, held_out, "random", 3),
         "calls_per_query": float(np.mean([r["usage"]["calls"] for r in results])),
         "prompt_tokens_per_query": float(np.mean([r["usage"]["prompt_tokens"] for r in results])),
         "held_out": len(held_out),

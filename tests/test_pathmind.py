@@ -4,7 +4,6 @@ above degree and random baselines, checkpoints, single-call reasoning."""
 import json
 
 import networkx as nx
-import numpy as np
 import pytest
 import torch
 
@@ -17,6 +16,7 @@ from adapath.methods.pathmind.model import PathMindNet
 from adapath.methods.pathmind.train import (
     Featurizer,
     TrainConfig,
+    baseline_hits,
     hits_at,
     load_checkpoint,
     make_examples,
@@ -72,20 +72,6 @@ def trained(tmp_path_factory):
     model, history = train(graph, examples[:110], featurize, config)
     held_out = [e for e in examples[110:] if len(e.local_answers)]
     return graph, records, encoder, featurize, model, config, held_out, history
-
-
-def baseline_hits(graph, examples, kind, k, seed=0):
-    rng = np.random.default_rng(seed)
-    degree = graph.degree()
-    hits = 0
-    for e in examples:
-        candidates = np.setdiff1d(np.arange(len(e.subgraph.nodes)), e.subgraph.topics)
-        if kind == "degree":
-            top = candidates[np.argsort(-degree[e.subgraph.nodes[candidates]], kind="stable")[:k]]
-        else:
-            top = rng.choice(candidates, min(k, len(candidates)), replace=False)
-        hits += bool(set(top.tolist()) & set(e.local_answers.tolist()))
-    return hits / len(examples)
 
 
 def test_training_beats_degree_and_random(trained):

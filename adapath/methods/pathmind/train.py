@@ -101,6 +101,21 @@ def hits_at(model, featurize, examples: list[Example], k: int) -> float:
     return hits / len(examples)
 
 
+def baseline_hits(graph: KnowledgeGraph, examples: list[Example], kind: str, k: int, seed: int = 0) -> float:
+    """Hits@k of a non-learned ranking of the subgraph entities: ``degree`` or ``random`` (seeded)."""
+    rng = np.random.default_rng(seed)
+    degree = graph.degree()
+    hits = 0
+    for e in examples:
+        candidates = np.setdiff1d(np.arange(len(e.subgraph.nodes)), e.subgraph.topics)
+        if kind == "degree":
+            top = candidates[np.argsort(-degree[e.subgraph.nodes[candidates]], kind="stable")[:k]]
+        else:
+            top = rng.choice(candidates, min(k, len(candidates)), replace=False)
+        hits += bool(set(top.tolist()) & set(e.local_answers.tolist()))
+    return hits / max(len(examples), 1)
+
+
 def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: TrainConfig, log=None):
     """Returns (model, history) with the best validation epoch's weights."""
     torch.manual_seed(config.seed)
