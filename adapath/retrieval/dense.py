@@ -162,16 +162,21 @@ def _maybe_gpu(index):
 
 
 class NodeEmbeddings:
-    """Node-text embeddings computed on demand and kept on disk beside the graph."""
+    """Node-text embeddings computed on demand and kept on disk beside the graph.
 
-    def __init__(self, graph, encoder, graph_dir: str | Path | None = None):
+    A node's text is its name and the first ``chars`` characters of its description: enough
+    to tell candidates apart, and it bounds the encoder's cost per node on a CPU.
+    """
+
+    def __init__(self, graph, encoder, graph_dir: str | Path | None = None, chars: int = 300):
+        self.chars = chars
         self.graph, self.encoder = graph, encoder
         self.vectors: np.ndarray | None = None
         self.done = np.zeros(graph.num_nodes, dtype=bool)
         self.cache = None
         self.dirty = False
         if graph_dir is not None:
-            self.cache = Path(graph_dir) / "cache" / f"emb-{encoder.name}-{graph.checksum()[:12]}"
+            self.cache = Path(graph_dir) / "cache" / f"emb-{encoder.name}-{chars}-{graph.checksum()[:12]}"
             if (self.cache / "vectors.npy").is_file() and (self.cache / "done.npy").is_file():
                 self.vectors = np.load(self.cache / "vectors.npy", allow_pickle=False)
                 self.done = np.load(self.cache / "done.npy", allow_pickle=False)
@@ -181,7 +186,7 @@ class NodeEmbeddings:
         missing = np.unique(nodes[~self.done[nodes]])
         if len(missing):
             g = self.graph
-            texts = [f"{g.name(i)} {g.description(i)}".strip() for i in missing.tolist()]
+            texts = [f"{g.name(i)} {g.description(i)[: self.chars]}".strip() for i in missing.tolist()]
             vectors = self.encoder.encode(texts)
             if self.vectors is None:
                 self.vectors = np.zeros((g.num_nodes, vectors.shape[1]), dtype=np.float32)
