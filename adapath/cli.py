@@ -332,12 +332,8 @@ def bank_build(
                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task("bank", total=len(records), rate="")
-        first_done = None
 
         def report(progress):
-            nonlocal first_done
-            if first_done is None:
-                first_done = (progress.done, time.perf_counter())
             elapsed = time.perf_counter() - start
             bar.update(task, completed=progress.done, rate=f"{progress.done / max(elapsed, 1e-9):.1f} q/s")
 

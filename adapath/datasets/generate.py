@@ -166,6 +166,10 @@ def _snippet(graph: KnowledgeGraph, node: int, hide: list[str], words: int = 14)
     return text
 
 
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def surface_forms(graph, template, path, branch, topics) -> dict:
     """Explicit, implicit and bare questions; none contains the answer's name."""
     answer = path[-1]
@@ -182,9 +186,13 @@ def surface_forms(graph, template, path, branch, topics) -> dict:
 
     explicit_steps = steps(lambda i: f"{graph.name(i)} ({graph.type_name(i)})")
     hide = [answer_name] + [graph.name(i) for i in intermediates]
-    implicit_steps = steps(lambda i: (
-        f"a {graph.type_name(i)} described as \"{_snippet(graph, i, hide)}\""
-        if _snippet(graph, i, hide) else f"a {graph.type_name(i)}"))
+
+    def describe(i):
+        kind = _article(graph.type_name(i))
+        snippet = _snippet(graph, i, hide)
+        return f'{kind} described as "{snippet}"' if snippet else kind
+
+    implicit_steps = steps(describe)
     tail = f"'{relations[-1]}'"
 
     def sentence(step_list):
@@ -212,5 +220,4 @@ def surface_forms(graph, template, path, branch, topics) -> dict:
     for key, text in forms.items():
         if answer_name and answer_name.lower() in text.lower():
             forms[key] = re.sub(re.escape(answer_name), f"this {answer_type}", text, flags=re.IGNORECASE)
-    _ = names, hops
     return forms
