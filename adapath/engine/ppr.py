@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
-from adapath.kernels.ppr_numba import power_iteration
+from adapath.kernels.ppr_numba import out_weights, power_iteration
 from adapath.kernels.ppr_xp import power_iteration_xp
 
 ETA = 0.85
@@ -89,14 +89,14 @@ class PPREngine:
             self._ops = _SparseOperators(self.graph, self._xp, self._sparse)
         return self._ops
 
-    def personalized(self, weights: QueryWeights, seeds) -> tuple[np.ndarray, int, float]:
+    def personalized(self, weights: QueryWeights, seeds, out=None) -> tuple[np.ndarray, int, float]:
         """One PPR column per seed, each with its own weight column. Returns NumPy arrays."""
         g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
         if self.backend == "numba":
             return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
                                    np.asarray(weights.b), seeds, self.eta, self.tol,
-                                   self.max_iter, self._dangling)
+                                   self.max_iter, self._dangling, out=out)
         xp = self._xp
         ops = self._operators()
         pi, iterations, change = power_iteration_xp(
@@ -115,5 +115,11 @@ class PPREngine:
         xp = self._xp if self.backend == "cupy" else np
         both = QueryWeights(xp.concatenate([xp.asarray(weights.a)] * 2, axis=1),
                             xp.concatenate([xp.asarray(weights.b)] * 2, axis=1))
-        pi, iterations, change = self.personalized(both, np.concatenate([topics, answers]))
+        out = None
+        if self.backend == "numba":  # both directions walk with the same weights: one out pass
+            g = self.graph
+            half = out_weights(g.indptr, g.indices, g.rel, np.ascontiguousarray(weights.a, dtype=np.float64),
+                               np.ascontiguousarray(weights.b, dtype=np.float64))
+            out = np.concatenate([half, half], axis=1)
+        pi, iterations, change = self.personalized(both, np.concatenate([topics, answers]), out=out)
         return PPRResult(pi[:, :n], pi[:, n:], iterations, change)

@@ -12,8 +12,8 @@ pass over the CSR per step serves all B columns:
 
     y[v, j] = sum over half-edges (v, r, u) of (a[r, j] + b[v, j]) * xt[u, j] + z[u, j]
 
-with ``xt = x / out`` and ``z = b * xt`` (``out`` = out-weights). Rows run in parallel and
-each row owns its output. Mass at a node without out-weight (isolated) returns to the seed.
+with ``xt = x / out`` and ``z = b * xt`` (``out`` = out-weights) stored side by side. Rows
+run in parallel and each row owns its output. Mass at a node without out-weight (isolated) returns to the seed.
 """
 
 from __future__ import annotations
@@ -50,18 +50,20 @@ def out_weights(indptr, indices, rel, a, b):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _scale(x, out, b, xt, z):
+def _scale(x, out, b, xz):
+    """xz[:, :B] = x / out and xz[:, B:] = b * x / out, side by side so that one gather per
+    half-edge fetches both."""
     n, batch = x.shape
     for u in prange(n):
         for j in range(batch):
             o = out[u, j]
             t = x[u, j] / o if o > 0.0 else 0.0
-            xt[u, j] = t
-            z[u, j] = b[u, j] * t
+            xz[u, j] = t
+            xz[u, batch + j] = b[u, j] * t
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _propagate(indptr, indices, rel, a, b, xt, z, y):
+def _propagate(indptr, indices, rel, a, b, xz, y):
     """y = P x for every column; rows are sorted by relation, so a[r] multiplies per segment."""
     n = indptr.shape[0] - 1
     batch = a.shape[1]
@@ -77,8 +79,8 @@ def _propagate(indptr, indices, rel, a, b, xt, z, y):
             while k < hi and rel[k] == r:
                 u = indices[k]
                 for j in range(batch):
-                    seg[j] += xt[u, j]
-                    acc[j] += z[u, j]
+                    seg[j] += xz[u, j]
+                    acc[j] += xz[u, batch + j]
                 k += 1
             for j in range(batch):
                 acc[j] += a[r, j] * seg[j]
@@ -140,13 +142,14 @@ def _lost_mass(x, out, dangling):
 
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
-                    dangling=None, mixed_precision=True, push_fraction=0.25):
+                    dangling=None, mixed_precision=True, push_fraction=0.25, out=None):
     """PPR for every column with L1 error <= tol. Returns (pi N x B, terms, error bound).
 
     Early terms, whose support is a few hops around the seed, are pushed from their nonzero
     entries when that touches under ``push_fraction`` of a full pass. With
     ``mixed_precision``, terms from the third on (carrying at most (1-eta)^3 of the mass) run
     in float32, halving the memory traffic of the dense passes; pi accumulates in float64.
+    ``out`` (the out-weights of every column) may be given when columns share weights.
     """
     n = indptr.shape[0] - 1
     batch = a.shape[1]
@@ -154,7 +157,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     b = np.ascontiguousarray(b, dtype=np.float64)
     seeds = np.ascontiguousarray(seeds, dtype=np.int64)
     columns = np.arange(batch)
-    out = out_weights(indptr, indices, rel, a, b)
+    if out is None:
+        out = out_weights(indptr, indices, rel, a, b)
     if dangling is None:
         dangling = np.flatnonzero(np.diff(indptr) == 0)
     terms = min(series_terms(eta, tol), max_iter)
@@ -179,9 +183,10 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                 x = x.astype(np.float32, copy=False)
             else:
                 la, lb = a, b
-            xt, z, y = np.empty_like(x), np.empty_like(x), np.empty_like(x)
-            _scale(x, out, lb, xt, z)
-            _propagate(indptr, indices, rel, la, lb, xt, z, y)
+            xz = np.empty((n, 2 * batch), dtype=x.dtype)
+            y = np.empty_like(x)
+            _scale(x, out, lb, xz)
+            _propagate(indptr, indices, rel, la, lb, xz, y)
         y[seeds, columns] += lost
         x = y
         scale *= 1.0 - eta
