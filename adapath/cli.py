@@ -288,7 +288,7 @@ def bank_build(
     level: str = typer.Option("explicit", "--level", help="Query text: explicit|implicit|bare."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run)."),
-    workers: int = typer.Option(0, "--workers", help="CPU threads (0 = all cores)."),
+    workers: int = typer.Option(0, "--workers", help="CPU threads for PPR and for the per-query corridor and path search (0 = all cores)."),
     tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
     search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
     force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
@@ -314,10 +314,11 @@ def bank_build(
         raise InputError("--batch must be at least 1")
     if search not in ("yen", "hop-bounded"):
         raise InputError(f"--search {search!r}: choose yen or hop-bounded")
-    if workers:
-        import numba
+    import numba
 
+    if workers:
         numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
+    threads = workers or (os.cpu_count() or 1)
     records = load_records(parse_spec(queries))
     if not records:
         raise InputError(f"{queries}: no records")
@@ -326,7 +327,7 @@ def bank_build(
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     config = BankConfig(level=level, batch=batch, device=device, tol=tol, search=search)
-    builder = PathBankBuilder(graph, config, graph_dir=kg)
+    builder = PathBankBuilder(graph, config, graph_dir=kg, workers=threads)
     start = time.perf_counter()
     with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),

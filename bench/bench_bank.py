@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 import time
@@ -113,7 +114,7 @@ def ours(graph, kg_dir, records, config, workdir, name):
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
     clock = time.perf_counter()
-    builder = PathBankBuilder(graph, config, graph_dir=kg_dir)
+    builder = PathBankBuilder(graph, config, graph_dir=kg_dir, workers=os.cpu_count() or 1)
     builder.build(records[:2], workdir / f"{name}-warmup")  # compile kernels, build BM25 once
     setup = time.perf_counter() - clock
     clock = time.perf_counter()

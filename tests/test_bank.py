@@ -186,3 +186,10 @@ def test_bank_cli_errors(small, tmp_path, capsys):
     assert code == 2 and "--level" in err
     code, _, err = run_cli(["bank", "info", tmp_path / "none"], capsys)
     assert code == 2 and "not a Path-Bank" in err
+
+
+def test_threaded_pair_stage_gives_the_same_bank(small, tmp_path):
+    root, graph, records, config = small
+    PathBankBuilder(graph, config, graph_dir=root / "kg", workers=3).build(records, tmp_path / "threaded")
+    assert pq.read_table(tmp_path / "threaded" / "paths.parquet").equals(
+        pq.read_table(root / "bank" / "paths.parquet"))

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -153,16 +155,19 @@ def queries_table(records: list[dict]) -> pa.Table:
 
 
 class PathBankBuilder:
-    def __init__(self, graph: KnowledgeGraph, config: BankConfig, graph_dir: str | Path | None = None):
-        self.graph, self.config = graph, config
+    def __init__(self, graph: KnowledgeGraph, config: BankConfig, graph_dir: str | Path | None = None,
+                 workers: int = 1):
+        """``workers`` threads run the per-pair corridor and path search (their kernels
+        release the GIL); results do not depend on it."""
+        self.graph, self.config, self.workers = graph, config, max(1, workers)
         self.text = GraphText.for_graph(graph, graph_dir, k1=config.bm25_k1, b=config.bm25_b)
         self.ppr = PPREngine(graph, device=config.device, eta=config.eta, tol=config.tol)
-        self.corridors = CorridorBuilder(graph, config.ladder, config.max_hop)
+        self._local = threading.local()
 
     # ---------------------------------------------------------------- one batch
     def run_batch(self, pairs: list[Pair], seconds: dict[str, float]) -> list[dict]:
         """Paths of a batch of pairs, as row dicts; adds stage times to ``seconds``."""
-        g, c = self.graph, self.config
+        c = self.config
         clock = time.perf_counter()
         texts = sorted({p.text for p in pairs})
         column = {t: i for i, t in enumerate(texts)}
@@ -178,36 +183,58 @@ class PathBankBuilder:
         result = self.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs])
         seconds["ppr"] += time.perf_counter() - clock
 
+        def one(j: int) -> tuple[list[dict], float, float]:
+            return self._pair_rows(pairs[j], weights.a[:, j], weights.b[:, j],
+                                   result.forward[:, j] * result.backward[:, j])
+
+        if self.workers > 1 and len(pairs) > 1:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                outputs = list(pool.map(one, range(len(pairs))))
+        else:
+            outputs = [one(j) for j in range(len(pairs))]
         rows = []
-        for j, pair in enumerate(pairs):
-            clock = time.perf_counter()
-            rho = result.forward[:, j] * result.backward[:, j]
-            corridor = self.corridors.build(rho, pair.topic, pair.answer)
-            local = corridor_graph(g, self.corridors, corridor, weights.a[:, j], weights.b[:, j],
-                                   rho, c.alpha)
-            seconds["corridor"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            if corridor.fallback == "unreachable":
-                found = []
-            elif c.search == "hop-bounded":
-                found = hop_bounded(local, pair.topic, pair.answer, c.max_hop, c.per_hop, g)
-            else:
-                found = k_shortest(local, pair.topic, pair.answer, c.k_paths)
-            bins = bin_by_hop(g, found, c.per_hop, c.max_hop)
-            for hop, paths in bins.items():
-                for rank, path in enumerate(paths):
-                    mp = path.metapath(g)
-                    rows.append({
-                        "query_id": pair.query_id, "pair": pair.kind,
-                        "topic_id": int(g.node_id[pair.topic]), "answer_id": int(g.node_id[pair.answer]),
-                        "hop": hop, "rank": rank, "cost": float(path.cost),
-                        "node_ids": g.node_id[path.nodes].tolist(),
-                        "relations": list(mp.relations), "node_types": list(mp.types),
-                        "metapath": str(mp), "corridor_k": corridor.k, "fallback": corridor.fallback,
-                        "_order": pair.order,
-                    })
-            seconds["paths"] += time.perf_counter() - clock
+        for pair_rows, corridor_s, paths_s in outputs:
+            rows += pair_rows
+            seconds["corridor"] += corridor_s
+            seconds["paths"] += paths_s
         return rows
+
+    def _corridor_builder(self) -> CorridorBuilder:
+        """One builder per thread: a builder keeps a scratch array."""
+        builder = getattr(self._local, "corridors", None)
+        if builder is None:
+            builder = self._local.corridors = CorridorBuilder(self.graph, self.config.ladder, self.config.max_hop)
+        return builder
+
+    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray):
+        """Corridor, path search and rows of one pair; its corridor and path seconds."""
+        g, c = self.graph, self.config
+        corridors = self._corridor_builder()
+        clock = time.perf_counter()
+        corridor = corridors.build(rho, pair.topic, pair.answer)
+        local = corridor_graph(g, corridors, corridor, a, b, rho, c.alpha)
+        corridor_s = time.perf_counter() - clock
+        clock = time.perf_counter()
+        if corridor.fallback == "unreachable":
+            found = []
+        elif c.search == "hop-bounded":
+            found = hop_bounded(local, pair.topic, pair.answer, c.max_hop, c.per_hop, g)
+        else:
+            found = k_shortest(local, pair.topic, pair.answer, c.k_paths)
+        rows = []
+        for hop, paths in bin_by_hop(g, found, c.per_hop, c.max_hop).items():
+            for rank, path in enumerate(paths):
+                mp = path.metapath(g)
+                rows.append({
+                    "query_id": pair.query_id, "pair": pair.kind,
+                    "topic_id": int(g.node_id[pair.topic]), "answer_id": int(g.node_id[pair.answer]),
+                    "hop": hop, "rank": rank, "cost": float(path.cost),
+                    "node_ids": g.node_id[path.nodes].tolist(),
+                    "relations": list(mp.relations), "node_types": list(mp.types),
+                    "metapath": str(mp), "corridor_k": corridor.k, "fallback": corridor.fallback,
+                    "_order": pair.order,
+                })
+        return rows, corridor_s, time.perf_counter() - clock
 
     # ---------------------------------------------------------------- the whole bank
     def build(self, records: list[dict], out: str | Path, on_progress: Callable[[Progress], None] | None = None,
