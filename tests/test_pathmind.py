@@ -114,3 +114,16 @@ def test_single_call_reasoning_and_ablations(trained):
         assert all(r["fallback"] == mode and r["usage"]["calls"] == 0 for r in plain)
     again = PathMind(graph, model, config, encoder, None, mode="random").answer(queries[:3])
     assert [r["prioritized"] for r in again] == [r["prioritized"] for r in plain]
+
+
+def test_training_is_deterministic_per_seed():
+    graph = generate(scale=0.01, seed=9)
+    records = QueryGenerator(graph).generate(30, seed=2)
+    encoder = HashingEncoder()
+    examples = make_examples(graph, records, encoder, budget=40)
+    featurize = Featurizer(graph, NodeEmbeddings(graph, encoder))
+    config = TrainConfig(epochs=1, budget=40, hidden=8, seed=5)
+    first, _ = train(graph, examples, featurize, config)
+    second, _ = train(graph, examples, featurize, config)
+    for name, tensor in first.state_dict().items():
+        assert torch.equal(tensor, second.state_dict()[name]), name
