@@ -112,3 +112,11 @@ def test_subprocess_error_has_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_importing_adapath_pulls_no_heavy_stack():
+    code = ("import sys, adapath, adapath.cli, adapath.engine.pathbank, adapath.methods.adapath, "
+            "adapath.eval.report; print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torch', 'cupy', 'vllm', 'transformers', 'sentence_transformers', 'faiss'}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
