@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.engine.loaders import iter_jsonl
-from adapath.engine.pathbank import topic_ids  # noqa: F401  (re-exported for datasets users)
 from adapath.errors import InputError
 
 LEVELS = ("explicit", "implicit", "bare")
@@ -52,3 +51,12 @@ def query_text(record: dict, level: str) -> str:
     if level not in LEVELS:
         raise InputError(f"unknown level {level!r}; choose from {', '.join(LEVELS)}")
     return record[f"{level}_query"]
+
+
+def answer_names(record: dict, graph=None) -> list[str]:
+    """The answer's name, then the names of the other valid answers the graph holds."""
+    names = [record["answer_entity"]["name"]]
+    if graph is not None:
+        index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
+        names += [graph.name(i) for i in index if i >= 0]
+    return list(dict.fromkeys(names))

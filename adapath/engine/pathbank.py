@@ -115,10 +115,12 @@ def topic_ids(record: dict) -> list[int]:
     return sorted(ids, key=lambda i: path.index(i) if i in path else len(path))
 
 
-def record_pairs(graph: KnowledgeGraph, records: list[dict], level: str) -> list[list[Pair]]:
-    """The (topic, answer) pairs of each record, as internal indices."""
+def record_pairs(graph: KnowledgeGraph, records: list[dict], level: str,
+                 orders: list[int] | None = None) -> list[list[Pair]]:
+    """The (topic, answer) pairs of each record, as internal indices. ``orders`` gives each
+    record's place in the full query file (default: its place in ``records``)."""
     out = []
-    for order, record in enumerate(records):
+    for order, record in zip(orders if orders is not None else range(len(records)), records):
         qid = str(record["data_id"])
         text = record[f"{level}_query"]
         answer_ext = int(record["answer_entity"]["id"])
@@ -247,8 +249,8 @@ class PathBankBuilder:
         ids = [str(r["data_id"]) for r in records]
         if len(set(ids)) != len(ids):
             raise InputError("query ids (data_id) are not unique")
-        if manifest_path.is_file():
-            old = json.loads(manifest_path.read_text())
+        old = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+        if old is not None:
             if old.get("parameters") != c.signature() or old.get("graph_checksum") != checksum \
                     or old.get("query_ids_checksum") != _ids_checksum(ids):
                 raise InputError(f"{out}: a bank built with other parameters, graph or queries "
@@ -259,14 +261,12 @@ class PathBankBuilder:
         _write_atomic_table(queries_table(records), out / "queries.parquet")
         done = finished_queries(parts_dir)
         progress = Progress(total=len(records), done=len(done & set(ids)))
-        if manifest_path.is_file():
-            progress.seconds.update(json.loads(manifest_path.read_text()).get("stage_seconds", {}))
+        if old is not None:
+            progress.seconds.update(old.get("stage_seconds", {}))
         todo = [i for i, qid in enumerate(ids) if qid not in done]
-        all_pairs = record_pairs(self.graph, [records[i] for i in todo], c.level)
+        # the merge sorts by each record's place in the query file
+        all_pairs = record_pairs(self.graph, [records[i] for i in todo], c.level, orders=todo)
         order_of = {qid: i for i, qid in enumerate(ids)}
-        for pairs_of in all_pairs:  # the merge sorts by the record's place in the query file
-            for p in pairs_of:
-                p.order = order_of[p.query_id]
         next_part = _next_part_number(parts_dir)
         self._write_manifest(out, checksum, ids, progress, complete=False)
         for start in range(0, len(all_pairs), c.batch):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.datasets.biostrat import answer_names
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import reach
@@ -54,14 +55,6 @@ def gold_metapath(record: dict) -> str:
     return str(MetaPath(tuple(node_types), tuple(relations)))
 
 
-def valid_names(record: dict, graph: KnowledgeGraph | None) -> list[str]:
-    names = [record["answer_entity"]["name"]]
-    if graph is not None:
-        index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
-        names += [graph.name(i) for i in index if i >= 0]
-    return list(dict.fromkeys(names))
-
-
 def record_scores(results: list[dict], records: list[dict], graph: KnowledgeGraph | None) -> list[dict]:
     """Per (record, level) scores; results without a record are an error."""
     by_id = {str(r["data_id"]): r for r in records}
@@ -70,7 +63,7 @@ def record_scores(results: list[dict], records: list[dict], graph: KnowledgeGrap
         record = by_id.get(str(result["id"]))
         if record is None:
             raise InputError(f"result {result['id']!r} has no record in the queries")
-        answers = valid_names(record, graph)
+        answers = answer_names(record, graph)
         row = {
             "id": str(result["id"]), "level": result.get("level", "explicit"),
             "hops": int(record["num_hops"]),

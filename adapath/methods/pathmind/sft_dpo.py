@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.datasets.biostrat import answer_names
 from adapath.errors import InputError
 from adapath.llm import prompts
 
@@ -50,9 +51,7 @@ def reasoner_examples(graph, records: list[dict], results: list[dict], stage: st
     rows = []
     for result in results:
         record = by_id[str(result["id"])]
-        answers = [record["answer_entity"]["name"]]
-        index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
-        answers += [graph.name(i) for i in index if i >= 0 and graph.name(i) not in answers]
+        answers = answer_names(record, graph)
         target = " ".join(f"{{{a}}}" for a in answers[:max_answers])
         paths = [named(p) for p in result["paths"]]
         question = record[f"{result.get('level', 'explicit')}_query"]
