@@ -92,3 +92,57 @@ def test_columns_do_not_depend_on_their_batch():
     together, _, _ = engine.personalized(weights, seeds)
     alone, _, _ = engine.personalized(weights.columns(slice(2, 3)), seeds[2:3])
     assert np.array_equal(together[:, 2], alone[:, 0])
+
+
+@pytest.mark.parametrize("backend", ["numba", "scipy"])
+def test_seeds_share_weight_columns(backend):
+    """Seed c walks with weight column weight_of[c]; each column still equals a dense solve."""
+    graph = random_graph(6, n=90, m=700)
+    _, _, weights = random_weights(graph, 3, 6)
+    seeds = np.array([3, 17, 40, 3, 55, 71, 8])
+    weight_of = np.array([0, 2, 1, 1, 0, 2, 2])
+    pi, _, _ = PPREngine(graph, backend=backend, tol=1e-10).personalized(weights, seeds, weight_of)
+    for c, (seed, w) in enumerate(zip(seeds, weight_of)):
+        assert np.abs(pi[:, c] - dense_ppr(graph, weights, w, seed)).sum() <= 1e-6
+
+
+def test_repeated_pairs_are_computed_once_and_match():
+    """The pairs of one record share a query text (a weight column) and may share a seed;
+    each direction of each pair still equals its own dense solve."""
+    graph = random_graph(8, n=70, m=500)
+    _, _, weights = random_weights(graph, 2, 8)
+    topics, answers, weight_of = [5, 5, 9], [30, 41, 30], [0, 0, 1]
+    result = PPREngine(graph, tol=1e-10).bidirectional(weights, topics, answers, weight_of)
+    for j in range(3):
+        assert np.abs(result.forward[:, j] - dense_ppr(graph, weights, weight_of[j], topics[j])).sum() <= 1e-6
+        assert np.abs(result.backward[:, j] - dense_ppr(graph, weights, weight_of[j], answers[j])).sum() <= 1e-6
+
+
+def test_columns_do_not_depend_on_their_block():
+    """More columns than one dense block holds: a column's bits do not depend on its block,
+    its lane, or on whether its neighbours in the block went dense earlier."""
+    graph = random_graph(12, n=300, m=3000, isolated=2)
+    _, _, weights = random_weights(graph, 70, 12)
+    rng = np.random.default_rng(12)
+    seeds = rng.integers(0, graph.num_nodes, 70)
+    seeds[[5, 44]] = [298, 299]  # isolated: their PPR is their indicator
+    engine = PPREngine(graph)
+    together, _, _ = engine.personalized(weights, seeds)
+    for c in (0, 5, 33, 44, 69):
+        alone, _, _ = engine.personalized(weights.columns(slice(c, c + 1)), seeds[c:c + 1])
+        assert np.array_equal(together[:, c], alone[:, 0])
+    for c in (5, 44):
+        assert together[seeds[c], c] == 1.0 and together[:, c].sum() == 1.0
+    assert np.abs(together[:, 33] - dense_ppr(graph, weights, 33, seeds[33])).sum() <= 1e-7
+
+
+def test_seed_whose_edges_all_weigh_zero_keeps_its_mass():
+    graph = random_graph(13, n=50, m=300)
+    s_node = np.zeros((graph.num_nodes, 1))
+    s_rel = np.zeros((graph.num_relations, 1))
+    weights = query_weights(s_node, s_rel, beta=0.3, eps=0.0)  # every weight is 0
+    seed = int(np.flatnonzero(graph.degree() > 0)[0])
+    pi, _, _ = PPREngine(graph).personalized(weights, [seed])
+    expected = np.zeros(graph.num_nodes)
+    expected[seed] = 1.0
+    assert np.array_equal(pi[:, 0], expected)

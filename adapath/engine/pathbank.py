@@ -177,16 +177,16 @@ class PathBankBuilder:
         seconds["text"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
+        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps)  # one column per text
         cols = np.array([column[p.text] for p in pairs])
-        weights = query_weights(s_node[:, cols], s_rel[:, cols], beta=c.beta, eps=c.eps)
         seconds["weights"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
-        result = self.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs])
+        result = self.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs], cols)
         seconds["ppr"] += time.perf_counter() - clock
 
         def one(j: int) -> tuple[list[dict], float, float]:
-            return self._pair_rows(pairs[j], weights.a[:, j], weights.b[:, j],
+            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]],
                                    result.forward[:, j] * result.backward[:, j])
 
         if self.workers > 1 and len(pairs) > 1:

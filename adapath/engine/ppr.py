@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
-from adapath.kernels.ppr_numba import out_weights, power_iteration
+from adapath.kernels.ppr_numba import power_iteration, work_chunks
 from adapath.kernels.ppr_xp import power_iteration_xp
 
 ETA = 0.85
@@ -72,6 +72,7 @@ class PPREngine:
         self.graph, self.device, self.backend = graph, device, backend
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
         self._ops = None
+        self._bounds = None
         self._xp = np
         if backend == "cupy":
             try:
@@ -82,44 +83,59 @@ class PPREngine:
             self._xp, self._sparse = cupy, cusparse
         elif backend == "scipy":
             self._sparse = sp
-        self._dangling = np.flatnonzero(graph.degree() == 0)
+
+    def _work_chunks(self) -> np.ndarray:
+        if self._bounds is None:
+            self._bounds = work_chunks(np.asarray(self.graph.indptr))
+        return self._bounds
 
     def _operators(self):
         if self._ops is None:
             self._ops = _SparseOperators(self.graph, self._xp, self._sparse)
         return self._ops
 
-    def personalized(self, weights: QueryWeights, seeds, out=None) -> tuple[np.ndarray, int, float]:
-        """One PPR column per seed, each with its own weight column. Returns NumPy arrays."""
+    def personalized(self, weights: QueryWeights, seeds, weight_of=None) -> tuple[np.ndarray, int, float]:
+        """One PPR column per seed; seed c walks with weight column ``weight_of[c]`` (default
+        ``c % W``, the seed count a multiple of the W weight columns). Returns NumPy arrays,
+        pi as N x S with contiguous columns."""
         g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
+        if weight_of is None:
+            if weights.batch == 0 or len(seeds) % weights.batch:
+                raise ValueError(f"{len(seeds)} seeds do not share {weights.batch} weight columns evenly")
+            weight_of = np.arange(len(seeds)) % weights.batch
+        weight_of = np.asarray(weight_of, dtype=np.int64)
         if self.backend == "numba":
             return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
                                    np.asarray(weights.b), seeds, self.eta, self.tol,
-                                   self.max_iter, self._dangling, out=out)
+                                   self.max_iter, bounds=self._work_chunks(), weight_of=weight_of)
         xp = self._xp
         ops = self._operators()
+        columns = xp.asarray(weight_of)
+        a = xp.asarray(weights.a, dtype=xp.float64)[:, columns]
+        b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
         pi, iterations, change = power_iteration_xp(
-            xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree,
-            xp.asarray(weights.a, dtype=xp.float64), xp.asarray(weights.b, dtype=xp.float64),
+            xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
             xp.asarray(seeds), self.eta, self.tol, self.max_iter)
         if xp is not np:
             pi = xp.asnumpy(pi)
         return pi, iterations, change
 
-    def bidirectional(self, weights: QueryWeights, topics, answers) -> PPRResult:
-        """pi_f seeded at each topic and pi_b at each answer, one 2n-column run."""
+    def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None) -> PPRResult:
+        """For pair j, pi_f seeded at ``topics[j]`` and pi_b at ``answers[j]``, both walking
+        with weight column ``weight_of[j]`` (default j). One run; a (seed, weight column)
+        that recurs (the pairs of one record) is computed once."""
         topics = np.asarray(topics, dtype=np.int64)
         answers = np.asarray(answers, dtype=np.int64)
         n = len(topics)
-        xp = self._xp if self.backend == "cupy" else np
-        both = QueryWeights(xp.concatenate([xp.asarray(weights.a)] * 2, axis=1),
-                            xp.concatenate([xp.asarray(weights.b)] * 2, axis=1))
-        out = None
-        if self.backend == "numba":  # both directions walk with the same weights: one out pass
-            g = self.graph
-            half = out_weights(g.indptr, g.indices, g.rel, np.ascontiguousarray(weights.a, dtype=np.float64),
-                               np.ascontiguousarray(weights.b, dtype=np.float64))
-            out = np.concatenate([half, half], axis=1)
-        pi, iterations, change = self.personalized(both, np.concatenate([topics, answers]), out=out)
+        weight_of = np.arange(n) if weight_of is None else np.asarray(weight_of, dtype=np.int64)
+        seeds = np.concatenate([topics, answers])
+        columns = np.concatenate([weight_of, weight_of])
+        keys = seeds * max(1, weights.batch) + columns
+        unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if len(unique) == len(keys):
+            pi, iterations, change = self.personalized(weights, seeds, columns)
+        else:
+            part, iterations, change = self.personalized(weights, seeds[first], columns[first])
+            pi = np.ascontiguousarray(part.T)[inverse.ravel()].T  # rows of the column-major copy
         return PPRResult(pi[:, :n], pi[:, n:], iterations, change)

@@ -2,18 +2,36 @@
 
 PPR is summed as its series ``pi = eta * sum_k (1 - eta)^k P^k s``: ``x_0 = s``,
 ``x_{k+1} = P x_k``. P preserves mass, so after K terms the L1 error is exactly the
-mass left, ``(1 - eta)^(K+1)``; the term count follows from the tolerance alone, which
-makes every column independent of the others in its batch (the same query gives the same
-scores in any batch).
+mass left, ``(1 - eta)^(K+1)``; the term count follows from the tolerance alone.
 
-A batch has B columns; column j walks with weights ``w = a[r, j] + b[u, j] + b[v, j]``.
-The CSR lists every edge in both directions, so the in-edges of v are its row, and one
-pass over the CSR per step serves all B columns:
+A weight column j gives ``w = a[r, j] + b[u, j] + b[v, j]``. Seed column c walks with weight
+column ``weight_of[c]``, so columns of one query (the two directions of a pair, the pairs
+of one record) share theirs and its out-weights, computed once. The CSR lists every edge
+in both directions, so the in-edges of v are its row:
 
-    y[v, j] = sum over half-edges (v, r, u) of (a[r, j] + b[v, j]) * xt[u, j] + z[u, j]
+    y[v, c] = sum over half-edges (v, r, u) of (a[r, c] + b[v, c]) * xt[u, c] + z[u, c]
 
-with ``xt = x / out`` and ``z = b * xt`` (``out`` = out-weights) stored side by side. Rows
-run in parallel and each row owns its output. Mass at a node without out-weight (isolated) returns to the seed.
+with ``xt = x / out`` (``out`` = out-weights) and ``z = b * xt``. Rows are sorted by
+relation, so ``a[r] + b[v]`` is formed once per run of equal relations.
+
+Two kernels share the work of a term:
+
+- push (sparse): while a column's support is a few hops around its seed, it scatters from
+  its nonzero entries, one column per thread, in column-major ``(S, N)`` storage;
+- dense: columns are packed in blocks of up to ``LANES`` lanes, ``(blocks, N, lanes)``, with
+  ``xt`` and ``z`` side by side, so that one gather of ``2 x lanes`` contiguous values per
+  half-edge serves a block. Those gathers are random and bound the kernel; the row of the
+  half-edge ``PREFETCH`` places ahead is prefetched so that many are in flight at once.
+  The lane loops compile to vector instructions; rows are cut into chunks of equal work
+  for the threads.
+
+The first two terms always push; from the third on, a column switches to dense once its
+own push would touch more than ``push_fraction`` of the half-edges. A dense term is one
+fused sweep: each row's y is formed in cache, added to pi and turned into the row's next
+``xt | z``, so y never travels to memory. Lanes never mix and no floating-point
+contraction is allowed, so every column gets the same bits in any batch. Dense terms (the
+third on, at most (1-eta)^3 of the mass) run in float32; pi accumulates in float64. The
+result is column-major ``(S, N)``, so that each column the caller reads is contiguous.
 """
 
 from __future__ import annotations
@@ -21,7 +39,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+LANES = 32  # seed columns per dense block (measured best with prefetching)
+PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
+LINE = 64  # bytes per cache line
+CHUNKS = 256  # row chunks of equal work per block
 
 
 def series_terms(eta: float, tol: float) -> int:
@@ -31,164 +56,276 @@ def series_terms(eta: float, tol: float) -> int:
     return max(0, math.ceil(math.log(tol) / math.log(1.0 - eta)) - 1)
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def out_weights(indptr, indices, rel, a, b):
-    """out[u, j] = sum of w over u's half-edges = sum a[r] + deg(u) * b[u] + sum b[v]."""
+def work_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:
+    """Row boundaries cutting the CSR into chunks of about equal work (edges + row cost)."""
     n = indptr.shape[0] - 1
-    batch = a.shape[1]
-    out = np.zeros((n, batch), dtype=np.float64)
-    for u in prange(n):
-        lo, hi = indptr[u], indptr[u + 1]
-        for k in range(lo, hi):
-            r, v = rel[k], indices[k]
-            for j in range(batch):
-                out[u, j] += a[r, j] + b[v, j]
-        deg = hi - lo
-        for j in range(batch):
-            out[u, j] += deg * b[u, j]
+    cost = np.cumsum(np.diff(indptr) + 4)
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    cuts = np.searchsorted(cost, np.linspace(0, cost[-1], chunks + 1)[1:-1])
+    return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+
+
+def block_layout(columns: int) -> tuple[int, int]:
+    """(blocks, lanes per block): blocks of at most LANES lanes, as even as possible."""
+    blocks = max(1, -(-columns // LANES))
+    return blocks, max(1, -(-columns // blocks))
+
+
+def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
+              dtype=np.float64) -> np.ndarray:
+    """(rows, B) -> (blocks, rows, lanes), zero-padded lanes; ``columns`` picks (and may
+    repeat) the columns that fill the lanes in order."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+    columns = np.arange(matrix.shape[1]) if columns is None else np.asarray(columns, dtype=np.int64)
+    out = np.empty((max(1, -(-len(columns) // lanes)), matrix.shape[0], lanes), dtype=dtype)
+    _gather_blocks(matrix, columns, out)
     return out
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _scale(x, out, b, xz):
-    """xz[:, :B] = x / out and xz[:, B:] = b * x / out, side by side so that one gather per
-    half-edge fetches both."""
-    n, batch = x.shape
-    for u in prange(n):
-        for j in range(batch):
-            o = out[u, j]
-            t = x[u, j] / o if o > 0.0 else 0.0
-            xz[u, j] = t
-            xz[u, batch + j] = b[u, j] * t
+def _gather_blocks(matrix, columns, out):
+    blocks, rows, lanes = out.shape
+    for u in prange(rows):
+        for t in range(blocks):
+            for j in range(lanes):
+                c = t * lanes + j
+                out[t, u, j] = matrix[u, columns[c]] if c < columns.shape[0] else 0.0
+
+
+@intrinsic
+def _prefetch(typingctx, array, offset):
+    """Prefetch (for reading, into all cache levels) the line holding element ``offset`` of
+    a C-contiguous array, counted from its first element."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]))
+        address = builder.bitcast(builder.gep(data, [args[1]]), byte_ptr)
+        builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(array, types.intp), codegen
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _propagate(indptr, indices, rel, a, b, xz, y):
-    """y = P x for every column; rows are sorted by relation, so a[r] multiplies per segment."""
-    n = indptr.shape[0] - 1
-    batch = a.shape[1]
-    for v in prange(n):
-        acc = np.zeros(batch, dtype=y.dtype)
-        seg = np.zeros(batch, dtype=y.dtype)
-        total = np.zeros(batch, dtype=y.dtype)
-        lo, hi = indptr[v], indptr[v + 1]
-        k = lo
-        while k < hi:
-            r = rel[k]
-            seg[:] = 0.0
-            while k < hi and rel[k] == r:
-                u = indices[k]
-                for j in range(batch):
-                    seg[j] += xz[u, j]
-                    acc[j] += xz[u, batch + j]
-                k += 1
-            for j in range(batch):
-                acc[j] += a[r, j] * seg[j]
-                total[j] += seg[j]
-        for j in range(batch):
-            y[v, j] = acc[j] + b[v, j] * total[j]
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _push(indptr, indices, rel, a, b, out, x, y):
-    """y = P x by pushing from the nonzero entries of each column (early, sparse steps)."""
-    n, batch = x.shape
-    for j in prange(batch):
-        for v in range(n):
-            y[v, j] = 0.0
-        for u in range(n):
-            xu = x[u, j]
-            if xu == 0.0 or out[u, j] <= 0.0:
-                continue
-            t = xu / out[u, j]
-            bu = b[u, j]
+def _out_weights(indptr, indices, rel, a, b, bounds, out):
+    """out[t, u, j] = sum of w over u's half-edges = sum a[r] + deg(u) * b[u] + sum b[v]."""
+    blocks, n, lanes = out.shape
+    chunks = bounds.shape[0] - 1
+    ahead = indices.shape[0] - PREFETCH
+    step = LINE // b.itemsize
+    for job in prange(blocks * chunks):
+        t, c = job // chunks, job % chunks
+        for u in range(bounds[c], bounds[c + 1]):
+            deg = indptr[u + 1] - indptr[u]
+            for j in range(lanes):
+                out[t, u, j] = deg * b[t, u, j]
             for k in range(indptr[u], indptr[u + 1]):
-                v = indices[k]
-                y[v, j] += (a[rel[k], j] + bu + b[v, j]) * t
+                if k < ahead:
+                    row = (t * n + indices[k + PREFETCH]) * lanes
+                    for offset in range(0, lanes, step):
+                        _prefetch(b, row + offset)
+                v, r = indices[k], rel[k]
+                for j in range(lanes):
+                    out[t, u, j] += a[t, r, j] + b[t, v, j]
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _push_work(indptr, x):
-    """Half-edges a push step would touch, summed over columns."""
-    n, batch = x.shape
-    work = 0
-    for j in prange(batch):
+def _step(indptr, indices, rel, a, b, inv_out, xz, xz_next, pi, scale, bounds, scratch, active, last):
+    """One dense term for the lanes of every active block: y = P x from xz (xt | z), then
+    pi += scale * y and, unless ``last``, xz_next = (y * inv_out | b * y * inv_out). y lives
+    one row at a time in ``scratch``; xz is read while xz_next is written."""
+    blocks, n, lanes = pi.shape
+    width = xz.shape[2]
+    chunks = bounds.shape[0] - 1
+    ahead = indices.shape[0] - PREFETCH
+    step = LINE // xz.itemsize
+    for job in prange(blocks * chunks):
+        t, c = job // chunks, job % chunks
+        if not active[t]:
+            continue
+        cf, y = scratch[job, 0], scratch[job, 1]
+        for v in range(bounds[c], bounds[c + 1]):
+            for j in range(lanes):
+                y[j] = 0.0
+            k, hi = indptr[v], indptr[v + 1]
+            while k < hi:
+                r = rel[k]
+                for j in range(lanes):
+                    cf[j] = a[t, r, j] + b[t, v, j]
+                while k < hi and rel[k] == r:
+                    if k < ahead:
+                        row = (t * n + indices[k + PREFETCH]) * width
+                        for offset in range(0, width, step):
+                            _prefetch(xz, row + offset)
+                    u = indices[k]
+                    for j in range(lanes):
+                        y[j] += cf[j] * xz[t, u, j] + xz[t, u, lanes + j]
+                    k += 1
+            for j in range(lanes):
+                pi[t, v, j] += scale * y[j]
+            if not last:
+                for j in range(lanes):
+                    xt = y[j] * inv_out[t, v, j]
+                    xz_next[t, v, j] = xt
+                    xz_next[t, v, lanes + j] = b[t, v, j] * xt
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _push_work(indptr, x, columns):
+    """Half-edges a push from each listed column's nonzero entries would touch."""
+    n = x.shape[1]
+    work = np.zeros(columns.shape[0], dtype=np.int64)
+    for i in prange(columns.shape[0]):
+        c = columns[i]
         w = 0
         for u in range(n):
-            if x[u, j] != 0.0:
+            if x[c, u] != 0.0:
                 w += indptr[u + 1] - indptr[u]
-        work += w
+        work[i] = w
     return work
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _accumulate(pi, x, scale):
-    n, batch = pi.shape
-    for v in prange(n):
-        for j in range(batch):
-            pi[v, j] += scale * x[v, j]
+def _push(indptr, indices, rel, a, b, inv_out, weight_of, x, y, pi, scale, columns):
+    """For each listed column c: y[c] = P x[c] by scattering from x[c]'s nonzero entries,
+    then pi[c] += scale * y[c]. No mass reaches a node without out-weight (its edges all
+    weigh 0) unless it starts there, and such seeds never come here.
+    ``a`` (R x W), ``b`` and ``inv_out`` (W x N) are per weight column, column-major so
+    that one column's scattered reads stay in cache."""
+    n = x.shape[1]
+    for i in prange(columns.shape[0]):
+        c = columns[i]
+        w = weight_of[c]
+        for v in range(n):
+            y[c, v] = 0.0
+        for u in range(n):
+            xt = x[c, u] * inv_out[w, u]
+            if xt == 0.0:
+                continue
+            bu = b[w, u]
+            for k in range(indptr[u], indptr[u + 1]):
+                v = indices[k]
+                y[c, v] += (a[rel[k], w] + bu + b[w, v]) * xt
+        for v in range(n):
+            pi[c, v] += scale * y[c, v]
 
 
-@njit(cache=True, nogil=True)
-def _lost_mass(x, out, dangling):
-    batch = x.shape[1]
-    lost = np.zeros(batch)
-    for i in range(dangling.shape[0]):
-        u = dangling[i]
-        for j in range(batch):
-            if out[u, j] <= 0.0:
-                lost[j] += x[u, j]
-    return lost
+@njit(parallel=True, cache=True, nogil=True)
+def _to_lanes(x, inv_out, b, leaving, xz, bounds):
+    """Load the columns of x (column-major) flagged in ``leaving`` into their lanes of xz."""
+    columns = x.shape[0]
+    blocks, lanes = xz.shape[0], b.shape[2]
+    chunks = bounds.shape[0] - 1
+    for c in prange(chunks):  # column by column inside a chunk: a transpose in cache
+        for t in range(blocks):
+            for j in range(min(lanes, columns - t * lanes)):
+                col = t * lanes + j
+                if not leaving[col]:
+                    continue
+                for u in range(bounds[c], bounds[c + 1]):
+                    xt = x[col, u] * inv_out[t, u, j]
+                    xz[t, u, j] = xt
+                    xz[t, u, lanes + j] = b[t, u, j] * xt
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _add_blocks(pi, blocked):
+    """pi (S, N) += blocked (blocks, N, lanes), column c at block c // lanes, lane c % lanes
+    (the dense terms join the column-major result once, at the end)."""
+    columns, n = pi.shape
+    lanes = blocked.shape[2]
+    for c in prange(columns):
+        t, j = c // lanes, c % lanes
+        for v in range(n):
+            pi[c, v] += blocked[t, v, j]
+
+
+def out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
+    """Out-weight of every node for every weight column (N x W)."""
+    weights = a.shape[1]
+    _, lanes = block_layout(weights)
+    b_blocks = to_blocks(np.asarray(b), lanes)
+    out = np.empty_like(b_blocks)
+    bounds = work_chunks(indptr) if bounds is None else bounds
+    _out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, out)
+    return np.concatenate(list(out), axis=1)[:, :weights]
 
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
-                    dangling=None, mixed_precision=True, push_fraction=0.25, out=None):
-    """PPR for every column with L1 error <= tol. Returns (pi N x B, terms, error bound).
+                    mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None):
+    """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
-    Early terms, whose support is a few hops around the seed, are pushed from their nonzero
-    entries when that touches under ``push_fraction`` of a full pass. With
-    ``mixed_precision``, terms from the third on (carrying at most (1-eta)^3 of the mass) run
-    in float32, halving the memory traffic of the dense passes; pi accumulates in float64.
-    ``out`` (the out-weights of every column) may be given when columns share weights.
+    ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
+    column ``weight_of[c]`` (default ``c % W``, S a multiple of W). ``bounds`` (from
+    ``work_chunks``) may be given to reuse them across calls.
     """
     n = indptr.shape[0] - 1
-    batch = a.shape[1]
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
+    weights = a.shape[1]
     seeds = np.ascontiguousarray(seeds, dtype=np.int64)
-    columns = np.arange(batch)
-    if out is None:
-        out = out_weights(indptr, indices, rel, a, b)
-    if dangling is None:
-        dangling = np.flatnonzero(np.diff(indptr) == 0)
+    count = seeds.shape[0]
+    if weight_of is None:
+        if weights == 0 or count % weights:
+            raise ValueError(f"{count} seeds do not share {weights} weight columns evenly")
+        weight_of = np.arange(count) % weights
+    weight_of = np.ascontiguousarray(weight_of, dtype=np.int64)
+    if weight_of.shape != (count,) or (count and (weight_of.min() < 0 or weight_of.max() >= weights)):
+        raise ValueError("weight_of must give a weight column for every seed")
+    bounds = work_chunks(indptr) if bounds is None else bounds
+    chunks = bounds.shape[0] - 1
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b_cols = np.ascontiguousarray(np.asarray(b, dtype=np.float64).T)
+    out = out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
+    inv_cols = np.ascontiguousarray(np.divide(1.0, out, out=np.zeros_like(out), where=out > 0).T)
+    blocks, lanes = block_layout(count)
+    columns = np.arange(count)
     terms = min(series_terms(eta, tol), max_iter)
-    x = np.zeros((n, batch))
-    x[seeds, columns] = 1.0
-    pi = np.zeros((n, batch))
-    pi[seeds, columns] = eta
-    dense_cost = (indptr[-1] if n else 0) * batch
-    low = None  # float32 copies of a, b, out for the dense low-precision terms
+
+    x = np.zeros((count, n))  # push phase, column-major
+    x[columns, seeds] = 1.0
+    # A seed without out-weight (isolated, or all its edges weigh 0) keeps all its mass:
+    # its PPR is exactly its indicator.
+    stuck = inv_cols[weight_of, seeds] == 0.0
+    pi = np.zeros((count, n))
+    pi[columns, seeds] = np.where(stuck, 1.0, eta)
+    sparse = ~stuck
+    dense = np.zeros(blocks, dtype=bool)  # blocks with at least one dense lane
+    pi_blocks = xz = xz_next = scratch = low = None
     scale = eta
+    limit = push_fraction * indices.shape[0]
     for term in range(1, terms + 1):
-        lost = _lost_mass(x, out, dangling)
-        sparse = x.dtype == np.float64 and _push_work(indptr, x) < push_fraction * dense_cost
-        if sparse:
-            y = np.empty_like(x)
-            _push(indptr, indices, rel, a, b, out, x, y)
-        else:
-            if mixed_precision and term >= 3:
-                if low is None:
-                    low = (a.astype(np.float32), b.astype(np.float32))
-                la, lb = low
-                x = x.astype(np.float32, copy=False)
-            else:
-                la, lb = a, b
-            xz = np.empty((n, 2 * batch), dtype=x.dtype)
-            y = np.empty_like(x)
-            _scale(x, out, lb, xz)
-            _propagate(indptr, indices, rel, la, lb, xz, y)
-        y[seeds, columns] += lost
-        x = y
         scale *= 1.0 - eta
-        _accumulate(pi, x, scale)
-    return pi, terms, (1.0 - eta) ** (terms + 1)
+        pushing = np.flatnonzero(sparse)
+        leaving = pushing[:0]
+        if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
+            leaving = pushing[_push_work(indptr, x, pushing) >= limit]
+        if len(leaving) and xz is None:
+            dtype = np.float32 if mixed_precision else np.float64
+            low = (to_blocks(a, lanes, weight_of, dtype), to_blocks(b_cols.T, lanes, weight_of, dtype),
+                   to_blocks(inv_cols.T, lanes, weight_of, dtype))
+            pi_blocks = np.zeros((blocks, n, lanes))
+            xz = np.zeros((blocks, n, 2 * lanes), dtype=dtype)
+            xz_next = np.zeros_like(xz)
+            scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
+        if len(leaving):
+            # x (column-major) still holds x_{term-1} for these columns
+            flags = np.zeros(count, dtype=np.bool_)
+            flags[leaving] = True
+            _to_lanes(x, low[2], low[1], flags, xz, bounds)
+            sparse[leaving] = False
+            dense[leaving // lanes] = True
+            pushing = np.flatnonzero(sparse)
+        if len(pushing):
+            y_cols = np.empty_like(x)
+            _push(indptr, indices, rel, a, b_cols, inv_cols, weight_of, x, y_cols, pi, scale, pushing)
+            x = y_cols
+        if dense.any():
+            a_low, b_low, inv_low = low
+            _step(indptr, indices, rel, a_low, b_low, inv_low, xz, xz_next, pi_blocks, scale, bounds,
+                  scratch, dense, term == terms)
+            xz, xz_next = xz_next, xz
+    if pi_blocks is not None:
+        _add_blocks(pi, pi_blocks)
+    return pi.T, terms, (1.0 - eta) ** (terms + 1)

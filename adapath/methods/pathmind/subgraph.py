@@ -44,7 +44,7 @@ class SubgraphBuilder:
     def build_many(self, topic_sets: list[list[int]]) -> list[QuerySubgraph]:
         g = self.graph
         seeds = [t[0] for t in topic_sets]
-        uniform = QueryWeights(np.full((g.num_relations, len(seeds)), 1.0), np.zeros((g.num_nodes, len(seeds))))
+        uniform = QueryWeights(np.ones((g.num_relations, 1)), np.zeros((g.num_nodes, 1)))  # shared by all seeds
         pi, _, _ = self.ppr.personalized(uniform, seeds)
         return [self._build(topics, pi[:, j]) for j, topics in enumerate(topic_sets)]
 
