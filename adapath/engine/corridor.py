@@ -32,14 +32,20 @@ class CorridorBuilder:
     def __init__(self, graph: KnowledgeGraph, ladder=LADDER, max_hop: int = 5):
         self.graph, self.ladder, self.max_hop = graph, tuple(ladder), max_hop
         self._local_of = np.full(graph.num_nodes, -1, dtype=np.int64)  # scratch, reset after use
+        self._last = (None, None)  # the corridor's subgraph is asked for twice: keep the last
 
     def induced(self, nodes: np.ndarray):
         """(local src, local dst, global half-edge) of the subgraph induced by ``nodes``."""
+        last_nodes, last = self._last
+        if last_nodes is not None and np.array_equal(last_nodes, nodes):
+            return last
         self._local_of[nodes] = np.arange(len(nodes))
         try:
-            return induced_half_edges(self.graph.indptr, self.graph.indices, nodes, self._local_of)
+            result = induced_half_edges(self.graph.indptr, self.graph.indices, nodes, self._local_of)
         finally:
             self._local_of[nodes] = -1
+        self._last = (np.array(nodes, copy=True), result)
+        return result
 
     def _connected(self, nodes: np.ndarray, topic_pos: int, answer_pos: int) -> bool:
         src, dst, _ = self.induced(nodes)

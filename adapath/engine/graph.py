@@ -50,6 +50,7 @@ class KnowledgeGraph:
     relation_descriptions: tuple[str, ...]
     _src: np.ndarray | None = field(default=None, repr=False)
     _id_order: np.ndarray | None = field(default=None, repr=False)
+    _checksum: str | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -238,6 +239,13 @@ class KnowledgeGraph:
         }
 
     def checksum(self) -> str:
+        """blake2b of the structure arrays and vocabularies (computed once: a graph's arrays
+        are not modified after construction)."""
+        if self._checksum is None:
+            self._checksum = self._compute_checksum()
+        return self._checksum
+
+    def _compute_checksum(self) -> str:
         h = hashlib.blake2b(digest_size=16)
         for name in _ARRAYS:
             arr = np.ascontiguousarray(getattr(self, name))

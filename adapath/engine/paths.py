@@ -58,8 +58,7 @@ def corridor_graph(graph: KnowledgeGraph, builder: CorridorBuilder, corridor: Co
     gu, gv = nodes[src], nodes[dst]
     w = a[rel] + b[gu] + b[gv]
     top = rho[nodes].max()
-    rho_n = rho / top if top > 0 else np.zeros_like(rho)
-    rho_bar = 0.5 * (rho_n[gu] + rho_n[gv])
+    rho_bar = 0.5 * (rho[gu] + rho[gv]) / top if top > 0 else np.zeros(len(gu))
     cost = 1.0 / (alpha * w + (1.0 - alpha) * rho_bar)
     key = src * n + dst
     order = np.lexsort((rel, cost, key))
