@@ -76,6 +76,16 @@ def test_index_of_external_ids():
         graph.index_of([8])
 
 
+def test_named_triplets():
+    graph, _, _ = random_multigraph(3)  # external id of node i is 7 + 3 * i
+    steps = [[7, "ppi", 10], [10, "target", 8], [7 + 3 * 39, "x", 7]]
+    assert graph.named_triplets(steps) == [
+        (graph.names[0].as_py(), "ppi", graph.names[1].as_py()),
+        None,  # 8 is no node's id
+        (graph.names[39].as_py(), "x", graph.names[0].as_py()),
+    ]
+
+
 def test_save_load_round_trip(tmp_path):
     graph, _, _ = random_multigraph(5)
     graph.save(tmp_path / "g")

@@ -171,6 +171,15 @@ class KnowledgeGraph:
     def type_name(self, node: int) -> str:
         return self.type_names[int(self.node_type[node])]
 
+    def named_triplets(self, path) -> list[tuple[str, str, str] | None]:
+        """``[head_id, relation, tail_id]`` steps (external ids) as (head name, relation, tail
+        name); None for a step with an end not in the graph."""
+        named = []
+        for head, relation, tail in path:
+            h, t = self.index_of([head, tail], missing="ignore")
+            named.append((self.name(h), relation, self.name(t)) if h >= 0 and t >= 0 else None)
+        return named
+
     # ------------------------------------------------------------------ ids
     def index_of(self, ids, missing: str = "raise") -> np.ndarray:
         """Internal indices of external node ids; ``missing='ignore'`` gives -1 instead."""

@@ -76,10 +76,9 @@ def record_scores(results: list[dict], records: list[dict], graph: KnowledgeGrap
         if graph is not None:
             retrieved = defaultdict(list)
             for p in result.get("paths") or []:
-                for depth, (head, _, tail) in enumerate(p, start=1):
-                    h, t = graph.index_of([head, tail], missing="ignore")
-                    if h >= 0 and t >= 0:
-                        retrieved[depth].append((graph.name(h), graph.name(t)))
+                for depth, triplet in enumerate(graph.named_triplets(p), start=1):
+                    if triplet is not None:
+                        retrieved[depth].append((triplet[0], triplet[2]))
             gold = {d: (record["triplets"][d - 1][0], record["triplets"][d - 1][2])
                     for d in range(1, row["hops"] + 1)}
             row["recall"] = triplet_recall(gold, retrieved)
@@ -210,10 +209,7 @@ def plots(metrics: dict, out: Path, ablations: dict[str, dict] | None = None) ->
     ax.set_ylim(0, 100)
     ax.set_title("Per-depth hit rate")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "hit_rate_by_depth.png", dpi=120)
-    plt.close(fig)
-    written.append(out / "hit_rate_by_depth.png")
+    written.append(_save(fig, out / "hit_rate_by_depth.png"))
     if ablations:
         fig, ax = plt.subplots(figsize=(5, 3.5))
         names = list(ablations)
@@ -223,11 +219,17 @@ def plots(metrics: dict, out: Path, ablations: dict[str, dict] | None = None) ->
         ax.set_ylabel("exact match (%)")
         ax.set_title("Ablations")
         ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "ablations.png", dpi=120)
-        plt.close(fig)
-        written.append(out / "ablations.png")
+        written.append(_save(fig, out / "ablations.png"))
     return written
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def judge_items(results: list[dict], records: list[dict], graph: KnowledgeGraph) -> list[tuple]:
@@ -238,10 +240,9 @@ def judge_items(results: list[dict], records: list[dict], graph: KnowledgeGraph)
         record = by_id[str(result["id"])]
         triplets = []
         for path in result.get("paths") or []:
-            for head, relation, tail in path:
-                h, t = graph.index_of([head, tail], missing="ignore")
-                if h >= 0 and t >= 0 and (graph.name(h), relation, graph.name(t)) not in triplets:
-                    triplets.append((graph.name(h), relation, graph.name(t)))
+            for triplet in graph.named_triplets(path):
+                if triplet is not None and triplet not in triplets:
+                    triplets.append(triplet)
         items.append((record[f"{result.get('level', 'explicit')}_query"], triplets))
     return items
 

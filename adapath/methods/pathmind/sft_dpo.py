@@ -41,19 +41,12 @@ def reasoner_examples(graph, records: list[dict], results: list[dict], stage: st
     rng = np.random.default_rng(seed)
     by_id = {str(r["data_id"]): r for r in records}
 
-    def named(path):
-        out = []
-        for h, r, t in path:
-            a, b = graph.index_of([h, t])
-            out.append((graph.name(a), r, graph.name(b)))
-        return out
-
     rows = []
     for result in results:
         record = by_id[str(result["id"])]
         answers = answer_names(record, graph)
         target = " ".join(f"{{{a}}}" for a in answers[:max_answers])
-        paths = [named(p) for p in result["paths"]]
+        paths = [[t for t in graph.named_triplets(p) if t is not None] for p in result["paths"]]
         question = record[f"{result.get('level', 'explicit')}_query"]
         if stage == "sft":
             rows.append({"prompt": [{"role": "user", "content": prompts.answer(question, [t for p in paths for t in p])}],
