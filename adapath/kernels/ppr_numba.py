@@ -22,8 +22,9 @@ Two kernels share the work of a term:
   ``xt`` and ``z`` side by side, so that one gather of ``2 x lanes`` contiguous values per
   half-edge serves a block. Those gathers are random and bound the kernel; the row of the
   half-edge ``PREFETCH`` places ahead is prefetched so that many are in flight at once.
-  The lane loops compile to vector instructions; rows are cut into chunks of equal work
-  for the threads.
+  Each run of equal relations is summed by a small kernel written in LLVM IR that keeps
+  the row's accumulators in vector registers; rows are cut into chunks of equal work for
+  the threads.
 
 The first two terms always push; from the third on, a column switches to dense once its
 own push would touch more than ``push_fraction`` of the half-edges. A dense term is one
@@ -41,9 +42,11 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 LANES = 32  # seed columns per dense block (measured best with prefetching)
+VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 register)
 PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
 LINE = 64  # bytes per cache line
 CHUNKS = 256  # row chunks of equal work per block
@@ -67,9 +70,11 @@ def work_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:
 
 
 def block_layout(columns: int) -> tuple[int, int]:
-    """(blocks, lanes per block): blocks of at most LANES lanes, as even as possible."""
+    """(blocks, lanes per block): blocks of at most LANES lanes, as even as possible, lanes
+    a multiple of VECTOR (the segment kernels work in whole vectors; spare lanes are 0)."""
     blocks = max(1, -(-columns // LANES))
-    return blocks, max(1, -(-columns // blocks))
+    per_block = max(1, -(-columns // blocks))
+    return blocks, VECTOR * -(-per_block // VECTOR)
 
 
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
@@ -93,43 +98,125 @@ def _gather_blocks(matrix, columns, out):
                 out[t, u, j] = matrix[u, columns[c]] if c < columns.shape[0] else 0.0
 
 
-@intrinsic
-def _prefetch(typingctx, array, offset):
-    """Prefetch (for reading, into all cache levels) the line holding element ``offset`` of
-    a C-contiguous array, counted from its first element."""
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = builder.module.declare_intrinsic(
-            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]))
-        address = builder.bitcast(builder.gep(data, [args[1]]), byte_ptr)
-        builder.call(fn, [address, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return types.void(array, types.intp), codegen
+def _segment_kernel(lanes: int, weighted: bool = True):
+    """An intrinsic ``segment(xz, indices, lo, hi, t, cf, y)``: for k in [lo, hi), with
+    ``row = xz[t, indices[k]]``, ``y += cf * row[:lanes] + row[lanes:2 lanes]`` (``weighted``)
+    or ``y += row[:lanes]`` (cf unused), the row of half-edge k + PREFETCH prefetched.
+
+    Written in LLVM IR so that y stays in vector registers across the run (Numba's loop
+    keeps it in memory and re-checks aliasing at every half-edge); the arithmetic of each
+    lane is the same as the plain loop's, so are the bits."""
+
+    @intrinsic
+    def segment(typingctx, xz, indices, lo, hi, t, cf, y):
+        arrays = (xz, indices, cf, y)
+        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays) or xz.ndim != 3 \
+                or xz.dtype not in (types.float32, types.float64) or cf.dtype != xz.dtype or y.dtype != xz.dtype:
+            return None
+
+        def codegen(context, builder, signature, args):
+            xz_a, idx_a, cf_a, y_a = (context.make_array(signature.args[i])(context, builder, args[i])
+                                      for i in (0, 1, 5, 6))
+            lo, hi, t = args[2], args[3], args[4]
+            i64, i32, byte_ptr = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
+            scalar = context.get_value_type(signature.args[0].dtype)
+            itemsize = context.get_abi_sizeof(scalar)
+            width = 32 // itemsize  # one 256-bit vector
+            vector = ir.VectorType(scalar, width)
+            _, n, row_len = cgutils.unpack_tuple(builder, xz_a.shape, 3)
+            count = cgutils.unpack_tuple(builder, idx_a.shape, 1)[0]
+            base = builder.mul(builder.mul(t, n), row_len)
+
+            def load(pointer, offset):
+                address = builder.bitcast(builder.gep(pointer, [ir.Constant(i64, offset)]), vector.as_pointer())
+                return builder.load(address, align=itemsize)
+
+            def row_at(k):
+                u = builder.sext(builder.load(builder.gep(idx_a.data, [k])), i64)
+                return builder.gep(xz_a.data, [builder.add(base, builder.mul(u, row_len))])
+
+            prefetch = builder.module.declare_intrinsic(
+                "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]))
+            vectors = range(0, lanes, width)
+            coef = [load(cf_a.data, i) for i in vectors]
+            start = [load(y_a.data, i) for i in vectors]
+            entry = builder.basic_block
+            head = builder.append_basic_block("segment.head")
+            body = builder.append_basic_block("segment.body")
+            done = builder.append_basic_block("segment.done")
+            builder.branch(head)
+            builder.position_at_end(head)
+            k = builder.phi(i64)
+            acc = [builder.phi(vector) for _ in vectors]
+            k.add_incoming(lo, entry)
+            for phi, value in zip(acc, start):
+                phi.add_incoming(value, entry)
+            builder.cbranch(builder.icmp_signed("<", k, hi), body, done)
+            builder.position_at_end(body)
+            ahead = builder.add(k, ir.Constant(i64, PREFETCH))
+            with builder.if_then(builder.icmp_signed("<", ahead, count)):
+                later = builder.bitcast(row_at(ahead), byte_ptr)
+                for offset in range(0, (2 if weighted else 1) * lanes * itemsize, LINE):
+                    builder.call(prefetch, [builder.gep(later, [ir.Constant(i64, offset)]),
+                                            ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            row = row_at(k)
+            if weighted:
+                new = [builder.fadd(phi, builder.fadd(builder.fmul(c, load(row, i)), load(row, lanes + i)))
+                       for phi, c, i in zip(acc, coef, vectors)]
+            else:
+                new = [builder.fadd(phi, load(row, i)) for phi, i in zip(acc, vectors)]
+            end = builder.basic_block
+            k.add_incoming(builder.add(k, ir.Constant(i64, 1)), end)
+            for phi, value in zip(acc, new):
+                phi.add_incoming(value, end)
+            builder.branch(head)
+            builder.position_at_end(done)
+            for phi, i in zip(acc, vectors):
+                address = builder.bitcast(builder.gep(y_a.data, [ir.Constant(i64, i)]), vector.as_pointer())
+                builder.store(phi, address, align=itemsize)
+            return context.get_dummy_value()
+
+        return types.void(xz, indices, types.int64, types.int64, types.int64, cf, y), codegen
+
+    return segment
+
+
+_segment8, _segment16, _segment24, _segment32 = (_segment_kernel(n) for n in (8, 16, 24, 32))
+_rows8, _rows16, _rows24, _rows32 = (_segment_kernel(n, weighted=False) for n in (8, 16, 24, 32))
+assert LANES == 32 and VECTOR == 8  # the kernels above cover every block width
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _out_weights(indptr, indices, rel, a, b, bounds, out):
-    """out[t, u, j] = sum of w over u's half-edges = sum a[r] + deg(u) * b[u] + sum b[v]."""
+def _out_weights(indptr, indices, rel, a, b, bounds, out, scratch):
+    """out[t, u, j] = sum of w over u's half-edges = sum b[v] + sum a[r] + deg(u) * b[u]."""
     blocks, n, lanes = out.shape
     chunks = bounds.shape[0] - 1
-    ahead = indices.shape[0] - PREFETCH
-    step = LINE // b.itemsize
     for job in prange(blocks * chunks):
         t, c = job // chunks, job % chunks
+        y = scratch[job]
         for u in range(bounds[c], bounds[c + 1]):
+            for j in range(lanes):
+                y[j] = 0.0
+            k, hi = indptr[u], indptr[u + 1]
+            while k < hi:  # one run of equal relations at a time
+                r = rel[k]
+                end = k + 1
+                while end < hi and rel[end] == r:
+                    end += 1
+                if lanes == 32:
+                    _rows32(b, indices, k, end, t, y, y)
+                elif lanes == 24:
+                    _rows24(b, indices, k, end, t, y, y)
+                elif lanes == 16:
+                    _rows16(b, indices, k, end, t, y, y)
+                else:
+                    _rows8(b, indices, k, end, t, y, y)
+                for j in range(lanes):
+                    y[j] += (end - k) * a[t, r, j]
+                k = end
             deg = indptr[u + 1] - indptr[u]
             for j in range(lanes):
-                out[t, u, j] = deg * b[t, u, j]
-            for k in range(indptr[u], indptr[u + 1]):
-                if k < ahead:
-                    row = (t * n + indices[k + PREFETCH]) * lanes
-                    for offset in range(0, lanes, step):
-                        _prefetch(b, row + offset)
-                v, r = indices[k], rel[k]
-                for j in range(lanes):
-                    out[t, u, j] += a[t, r, j] + b[t, v, j]
+                out[t, u, j] = y[j] + deg * b[t, u, j]
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -138,10 +225,7 @@ def _step(indptr, indices, rel, a, b, inv_out, xz, xz_next, pi, scale, bounds, s
     pi += scale * y and, unless ``last``, xz_next = (y * inv_out | b * y * inv_out). y lives
     one row at a time in ``scratch``; xz is read while xz_next is written."""
     blocks, n, lanes = pi.shape
-    width = xz.shape[2]
     chunks = bounds.shape[0] - 1
-    ahead = indices.shape[0] - PREFETCH
-    step = LINE // xz.itemsize
     for job in prange(blocks * chunks):
         t, c = job // chunks, job % chunks
         if not active[t]:
@@ -151,19 +235,22 @@ def _step(indptr, indices, rel, a, b, inv_out, xz, xz_next, pi, scale, bounds, s
             for j in range(lanes):
                 y[j] = 0.0
             k, hi = indptr[v], indptr[v + 1]
-            while k < hi:
+            while k < hi:  # one run of equal relations at a time
                 r = rel[k]
+                end = k + 1
+                while end < hi and rel[end] == r:
+                    end += 1
                 for j in range(lanes):
                     cf[j] = a[t, r, j] + b[t, v, j]
-                while k < hi and rel[k] == r:
-                    if k < ahead:
-                        row = (t * n + indices[k + PREFETCH]) * width
-                        for offset in range(0, width, step):
-                            _prefetch(xz, row + offset)
-                    u = indices[k]
-                    for j in range(lanes):
-                        y[j] += cf[j] * xz[t, u, j] + xz[t, u, lanes + j]
-                    k += 1
+                if lanes == 32:
+                    _segment32(xz, indices, k, end, t, cf, y)
+                elif lanes == 24:
+                    _segment24(xz, indices, k, end, t, cf, y)
+                elif lanes == 16:
+                    _segment16(xz, indices, k, end, t, cf, y)
+                else:
+                    _segment8(xz, indices, k, end, t, cf, y)
+                k = end
             for j in range(lanes):
                 pi[t, v, j] += scale * y[j]
             if not last:
@@ -250,7 +337,8 @@ def out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
     b_blocks = to_blocks(np.asarray(b), lanes)
     out = np.empty_like(b_blocks)
     bounds = work_chunks(indptr) if bounds is None else bounds
-    _out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, out)
+    scratch = np.empty((b_blocks.shape[0] * (bounds.shape[0] - 1), lanes))
+    _out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, out, scratch)
     return np.concatenate(list(out), axis=1)[:, :weights]
 
 
