@@ -187,9 +187,10 @@ assert LANES == 32 and VECTOR == 8  # the kernels above cover every block width
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _out_weights(indptr, indices, rel, a, b, bounds, out, scratch):
-    """out[t, u, j] = sum of w over u's half-edges = sum b[v] + sum a[r] + deg(u) * b[u]."""
-    blocks, n, lanes = out.shape
+def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
+    """inv[t, u, j] = 1 / out (0 where out is 0), out = the sum of w over u's half-edges =
+    sum b[v] + sum a[r] + deg(u) * b[u]."""
+    blocks, n, lanes = inv.shape
     chunks = bounds.shape[0] - 1
     for job in prange(blocks * chunks):
         t, c = job // chunks, job % chunks
@@ -216,7 +217,8 @@ def _out_weights(indptr, indices, rel, a, b, bounds, out, scratch):
                 k = end
             deg = indptr[u + 1] - indptr[u]
             for j in range(lanes):
-                out[t, u, j] = y[j] + deg * b[t, u, j]
+                out = y[j] + deg * b[t, u, j]
+                inv[t, u, j] = 1.0 / out if out > 0.0 else 0.0
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -280,18 +282,20 @@ def _push(indptr, indices, rel, a, b, inv_out, weight_of, x, y, pi, scale, colum
     """For each listed column c: y[c] = P x[c] by scattering from x[c]'s nonzero entries,
     then pi[c] += scale * y[c]. No mass reaches a node without out-weight (its edges all
     weigh 0) unless it starts there, and such seeds never come here.
-    ``a`` (R x W), ``b`` and ``inv_out`` (W x N) are per weight column, column-major so
-    that one column's scattered reads stay in cache."""
+    ``a`` (R x W) and ``b`` (W x N, column-major so that one column's scattered reads stay
+    in cache) are per weight column; ``inv_out`` is in weight blocks."""
     n = x.shape[1]
+    lanes = inv_out.shape[2]
     for i in prange(columns.shape[0]):
         c = columns[i]
         w = weight_of[c]
+        t, j = w // lanes, w % lanes
         for v in range(n):
             y[c, v] = 0.0
         for u in range(n):
-            xt = x[c, u] * inv_out[w, u]
-            if xt == 0.0:
+            if x[c, u] == 0.0:
                 continue
+            xt = x[c, u] * inv_out[t, u, j]
             bu = b[w, u]
             for k in range(indptr[u], indptr[u + 1]):
                 v = indices[k]
@@ -330,16 +334,32 @@ def _add_blocks(pi, blocked):
             pi[c, v] += blocked[t, v, j]
 
 
-def out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
-    """Out-weight of every node for every weight column (N x W)."""
-    weights = a.shape[1]
-    _, lanes = block_layout(weights)
+def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
+    """1 / out-weight of every node for every weight column (0 where a node has none), in
+    blocks: weight column w at ``[w // lanes, :, w % lanes]``."""
+    _, lanes = block_layout(a.shape[1])
     b_blocks = to_blocks(np.asarray(b), lanes)
-    out = np.empty_like(b_blocks)
+    inv = np.empty_like(b_blocks)
     bounds = work_chunks(indptr) if bounds is None else bounds
     scratch = np.empty((b_blocks.shape[0] * (bounds.shape[0] - 1), lanes))
-    _out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, out, scratch)
-    return np.concatenate(list(out), axis=1)[:, :weights]
+    _inverse_out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, inv, scratch)
+    return inv
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _regroup(source, columns, out):
+    """out[t, u, j] = source's column ``columns[t * lanes + j]`` (source in blocks too)."""
+    blocks, rows, lanes = out.shape
+    source_lanes = source.shape[2]
+    for u in prange(rows):
+        for t in range(blocks):
+            for j in range(lanes):
+                c = t * lanes + j
+                if c < columns.shape[0]:
+                    w = columns[c]
+                    out[t, u, j] = source[w // source_lanes, u, w % source_lanes]
+                else:
+                    out[t, u, j] = 0.0
 
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
@@ -365,8 +385,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     chunks = bounds.shape[0] - 1
     a = np.ascontiguousarray(a, dtype=np.float64)
     b_cols = np.ascontiguousarray(np.asarray(b, dtype=np.float64).T)
-    out = out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
-    inv_cols = np.ascontiguousarray(np.divide(1.0, out, out=np.zeros_like(out), where=out > 0).T)
+    inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
     blocks, lanes = block_layout(count)
     columns = np.arange(count)
     terms = min(series_terms(eta, tol), max_iter)
@@ -375,7 +394,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     x[columns, seeds] = 1.0
     # A seed without out-weight (isolated, or all its edges weigh 0) keeps all its mass:
     # its PPR is exactly its indicator.
-    stuck = inv_cols[weight_of, seeds] == 0.0
+    weight_lanes = inv_weights.shape[2]
+    stuck = inv_weights[weight_of // weight_lanes, seeds, weight_of % weight_lanes] == 0.0
     pi = np.zeros((count, n))
     pi[columns, seeds] = np.where(stuck, 1.0, eta)
     sparse = ~stuck
@@ -392,7 +412,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
         if len(leaving) and xz is None:
             dtype = np.float32 if mixed_precision else np.float64
             low = (to_blocks(a, lanes, weight_of, dtype), to_blocks(b_cols.T, lanes, weight_of, dtype),
-                   to_blocks(inv_cols.T, lanes, weight_of, dtype))
+                   np.empty((blocks, n, lanes), dtype=dtype))
+            _regroup(inv_weights, weight_of, low[2])
             pi_blocks = np.zeros((blocks, n, lanes))
             xz = np.zeros((blocks, n, 2 * lanes), dtype=dtype)
             xz_next = np.zeros_like(xz)
@@ -407,7 +428,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             pushing = np.flatnonzero(sparse)
         if len(pushing):
             y_cols = np.empty_like(x)
-            _push(indptr, indices, rel, a, b_cols, inv_cols, weight_of, x, y_cols, pi, scale, pushing)
+            _push(indptr, indices, rel, a, b_cols, inv_weights, weight_of, x, y_cols, pi, scale, pushing)
             x = y_cols
         if dense.any():
             a_low, b_low, inv_low = low
