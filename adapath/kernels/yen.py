@@ -3,7 +3,9 @@
 The corridor subgraph is given as a local CSR with one cost per half-edge (parallel edges
 already collapsed to the cheapest). Yen's algorithm: the next path is the cheapest spur
 path that leaves some node of the previous path (its root blocked, and the edges that
-earlier paths with the same root took out of the spur node banned).
+earlier paths with the same root took out of the spur node banned). With Lawler's
+refinement, a path is spurred only from the node where it left its parent on: the spurs
+before it were already taken when the parent was.
 """
 
 from __future__ import annotations
@@ -92,14 +94,20 @@ def yen_k_shortest(indptr, indices, cost, source, target, k):
     costs.append(first_cost)
     cand_paths = List()
     cand_costs = List()
+    cand_devs = List()  # where each candidate leaves the path it was spurred from
     cand_paths.append(first)  # typed-list seed, removed at once
     cand_costs.append(0.0)
+    cand_devs.append(0)
     cand_paths.pop()
     cand_costs.pop()
+    cand_devs.pop()
+    last_dev = 0
     while len(paths) < k:
         last = paths[len(paths) - 1]
         root_cost = 0.0
-        for i in range(last.shape[0] - 1):
+        for i in range(last_dev):
+            root_cost += _edge_cost(indptr, indices, cost, last[i], last[i + 1])
+        for i in range(last_dev, last.shape[0] - 1):
             spur = last[i]
             for p in paths:
                 if p.shape[0] > i + 1 and _same(p[: i + 1], last[: i + 1]):
@@ -124,6 +132,7 @@ def yen_k_shortest(indptr, indices, cost, source, target, k):
                 if not duplicate:
                     cand_paths.append(total)
                     cand_costs.append(root_cost + spur_cost)
+                    cand_devs.append(i)
             root_cost += _edge_cost(indptr, indices, cost, last[i], last[i + 1])
         if len(cand_paths) == 0:
             break
@@ -136,6 +145,7 @@ def yen_k_shortest(indptr, indices, cost, source, target, k):
                 best = c
         paths.append(cand_paths.pop(best))
         costs.append(cand_costs.pop(best))
+        last_dev = cand_devs.pop(best)
     out = np.empty(len(costs))
     for i in range(len(costs)):
         out[i] = costs[i]
