@@ -16,7 +16,7 @@ The machine's memory bandwidth is shared and swings between runs, so (a) and (b)
 for ``--rounds`` rounds; the table shows each side's fastest round and the ratio of the two,
 and every round's own ratio is printed too.
 
-    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 2] [--json FILE]
+    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--tol", type=float, default=1e-8)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of ours and the reference")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
