@@ -50,6 +50,7 @@ VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 re
 PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
 LINE = 64  # bytes per cache line
 CHUNKS = 256  # row chunks of equal work per block
+ROWS = 512  # rows per chunk where every row costs the same
 
 
 def series_terms(eta: float, tol: float) -> int:
@@ -323,15 +324,17 @@ def _to_lanes(x, inv_out, b, leaving, xz, bounds):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _add_blocks(pi, blocked):
+def _add_blocks(pi, blocked, bounds):
     """pi (S, N) += blocked (blocks, N, lanes), column c at block c // lanes, lane c % lanes
-    (the dense terms join the column-major result once, at the end)."""
-    columns, n = pi.shape
+    (the dense terms join the column-major result once, at the end); column by column
+    inside a chunk of rows, a transpose in cache."""
+    columns = pi.shape[0]
     lanes = blocked.shape[2]
-    for c in prange(columns):
-        t, j = c // lanes, c % lanes
-        for v in range(n):
-            pi[c, v] += blocked[t, v, j]
+    for chunk in prange(bounds.shape[0] - 1):
+        for c in range(columns):
+            t, j = c // lanes, c % lanes
+            for v in range(bounds[chunk], bounds[chunk + 1]):
+                pi[c, v] += blocked[t, v, j]
 
 
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
@@ -383,6 +386,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
         raise ValueError("weight_of must give a weight column for every seed")
     bounds = work_chunks(indptr) if bounds is None else bounds
     chunks = bounds.shape[0] - 1
+    row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
     a = np.ascontiguousarray(a, dtype=np.float64)
     b_cols = np.ascontiguousarray(np.asarray(b, dtype=np.float64).T)
     inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
@@ -422,7 +426,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             # x (column-major) still holds x_{term-1} for these columns
             flags = np.zeros(count, dtype=np.bool_)
             flags[leaving] = True
-            _to_lanes(x, low[2], low[1], flags, xz, bounds)
+            _to_lanes(x, low[2], low[1], flags, xz, row_chunks)
             sparse[leaving] = False
             dense[leaving // lanes] = True
             pushing = np.flatnonzero(sparse)
@@ -436,5 +440,5 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                   scratch, dense, term == terms)
             xz, xz_next = xz_next, xz
     if pi_blocks is not None:
-        _add_blocks(pi, pi_blocks)
+        _add_blocks(pi, pi_blocks, row_chunks)
     return pi.T, terms, (1.0 - eta) ** (terms + 1)
