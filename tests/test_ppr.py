@@ -6,7 +6,7 @@ import pytest
 import scipy.linalg
 
 from adapath.engine.ppr import PPREngine
-from adapath.engine.weights import EPS, materialize, query_weights
+from adapath.engine.weights import EPS, QueryWeights, materialize, query_weights
 from tests.helpers import random_graph
 
 
@@ -146,3 +146,19 @@ def test_seed_whose_edges_all_weigh_zero_keeps_its_mass():
     expected = np.zeros(graph.num_nodes)
     expected[seed] = 1.0
     assert np.array_equal(pi[:, 0], expected)
+
+
+def test_pair_layout_gives_the_same_bits_as_one_column_per_weight():
+    """The two directions of a pair share a slot (and its b) in the dense blocks; the same
+    columns with their weights repeated, one slot each, must come out bit for bit equal."""
+    graph = random_graph(14, n=250, m=2500)
+    _, _, weights = random_weights(graph, 5, 14)
+    rng = np.random.default_rng(14)
+    topics, answers = rng.integers(0, 250, 5), rng.integers(0, 250, 5)
+    engine = PPREngine(graph)
+    paired = engine.bidirectional(weights, topics, answers)
+    repeated = QueryWeights(np.concatenate([weights.a] * 2, axis=1), np.concatenate([weights.b] * 2, axis=1))
+    single, _, _ = engine.personalized(repeated, np.concatenate([topics, answers]), np.arange(10))
+    assert np.array_equal(paired.forward, single[:, :5])
+    assert np.array_equal(paired.backward, single[:, 5:])
+    assert np.abs(paired.forward[:, 2] - dense_ppr(graph, weights, 2, topics[2])).sum() <= 1e-7

@@ -9,30 +9,33 @@ column ``weight_of[c]``, so columns of one query (the two directions of a pair, 
 of one record) share theirs and its out-weights, computed once. The CSR lists every edge
 in both directions, so the in-edges of v are its row:
 
-    y[v, c] = sum over half-edges (v, r, u) of (a[r, c] + b[v, c]) * xt[u, c] + z[u, c]
+    y[v, c] = sum over half-edges (v, r, u) of (a[r, j] + b[v, j] + b[u, j]) * xt[u, c]
 
-with ``xt = x / out`` (``out`` = out-weights) and ``z = b * xt``. Rows are sorted by
-relation, so ``a[r] + b[v]`` is formed once per run of equal relations.
+with ``xt = x / out`` (``out`` = out-weights). Rows are sorted by relation, so
+``a[r] + b[v]`` is formed once per run of equal relations.
 
 Two kernels share the work of a term:
 
 - push (sparse): while a column's support is a few hops around its seed, it scatters from
   its nonzero entries, one column per thread, in column-major ``(S, N)`` storage;
-- dense: columns are packed in blocks of up to ``LANES`` lanes, ``(blocks, N, lanes)``, with
-  ``xt`` and ``z`` side by side, so that one gather of ``2 x lanes`` contiguous values per
-  half-edge serves a block. Those gathers are random and bound the kernel; the row of the
-  half-edge ``PREFETCH`` places ahead is prefetched so that many are in flight at once.
-  Each run of equal relations is summed by a small kernel written in LLVM IR that keeps
-  the row's accumulators in vector registers; rows are cut into chunks of equal work for
-  the threads.
+- dense: a block has ``m`` weight slots and one or two halves of ``m`` lanes; lane
+  ``h * m + j`` is a seed column walking with slot j's weights, so the two directions of a
+  pair sit in the two halves of one slot. A node's row holds ``xt`` of every lane, then
+  ``b`` of every slot (constant across terms), so one gather of contiguous values per
+  half-edge serves a block, and a pair's shared ``b`` is read once. Those gathers are
+  random and bound the kernel; the row of the half-edge ``PREFETCH`` places ahead is
+  prefetched so that many are in flight at once. Each run of equal relations is summed by
+  a small kernel written in LLVM IR that keeps the accumulators in vector registers; rows
+  are cut into chunks of equal work for the threads.
 
 The first two terms always push; from the third on, a column switches to dense once its
 own push would touch more than ``push_fraction`` of the half-edges. A dense term is one
 fused sweep: each row's y is formed in cache, added to pi and turned into the row's next
-``xt | z``, so y never travels to memory. Lanes never mix and no floating-point
-contraction is allowed, so every column gets the same bits in any batch. Dense terms (the
-third on, at most (1-eta)^3 of the mass) run in float32; pi accumulates in float64. The
-result is column-major ``(S, N)``, so that each column the caller reads is contiguous.
+``xt``, so y never travels to memory. Every lane computes ``(a[r] + b[v] + b[u]) * xt`` in
+the same order whatever its block, half or neighbours, and nothing is contracted into
+FMAs, so every column gets the same bits in any batch. Dense terms (the third on, at most
+(1-eta)^3 of the mass) run in float32; pi accumulates in float64. The result is
+column-major ``(S, N)``, so that each column the caller reads is contiguous.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def block_layout(columns: int) -> tuple[int, int]:
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
               dtype=np.float64) -> np.ndarray:
     """(rows, B) -> (blocks, rows, lanes), zero-padded lanes; ``columns`` picks (and may
-    repeat) the columns that fill the lanes in order."""
+    repeat) the columns that fill the lanes in order, -1 for an empty lane."""
     matrix = np.ascontiguousarray(matrix, dtype=np.float64)
     columns = np.arange(matrix.shape[1]) if columns is None else np.asarray(columns, dtype=np.int64)
     out = np.empty((max(1, -(-len(columns) // lanes)), matrix.shape[0], lanes), dtype=dtype)
@@ -96,35 +99,40 @@ def _gather_blocks(matrix, columns, out):
         for t in range(blocks):
             for j in range(lanes):
                 c = t * lanes + j
-                out[t, u, j] = matrix[u, columns[c]] if c < columns.shape[0] else 0.0
+                out[t, u, j] = matrix[u, columns[c]] if c < columns.shape[0] and columns[c] >= 0 else 0.0
 
 
-def _segment_kernel(lanes: int, weighted: bool = True):
-    """An intrinsic ``segment(xz, indices, lo, hi, t, cf, y)``: for k in [lo, hi), with
-    ``row = xz[t, indices[k]]``, ``y += cf * row[:lanes] + row[lanes:2 lanes]`` (``weighted``)
-    or ``y += row[:lanes]`` (cf unused), the row of half-edge k + PREFETCH prefetched.
+def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
+    """An intrinsic ``segment(rows, indices, lo, hi, t, cf, y)`` summing the half-edges k in
+    [lo, hi) of one run, with ``row = rows[t, indices[k]]``:
 
-    Written in LLVM IR so that y stays in vector registers across the run (Numba's loop
-    keeps it in memory and re-checks aliasing at every half-edge); the arithmetic of each
-    lane is the same as the plain loop's, so are the bits."""
+    - weighted: row = xt of ``halves * slots`` lanes, then b of ``slots`` slots;
+      ``y[h * slots + j] += (cf[j] + row_b[j]) * row_xt[h * slots + j]``;
+    - not weighted: ``y[j] += row[j]`` for ``slots`` lanes (cf unused).
+
+    The row of half-edge k + PREFETCH is prefetched. Written in LLVM IR so that y stays in
+    vector registers across the run (Numba's loop keeps it in memory and re-checks
+    aliasing at every half-edge)."""
+    lanes = halves * slots if weighted else slots
 
     @intrinsic
-    def segment(typingctx, xz, indices, lo, hi, t, cf, y):
-        arrays = (xz, indices, cf, y)
-        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays) or xz.ndim != 3 \
-                or xz.dtype not in (types.float32, types.float64) or cf.dtype != xz.dtype or y.dtype != xz.dtype:
+    def segment(typingctx, rows, indices, lo, hi, t, cf, y):
+        arrays = (rows, indices, cf, y)
+        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays) or rows.ndim != 3 \
+                or rows.dtype not in (types.float32, types.float64) or cf.dtype != rows.dtype \
+                or y.dtype != rows.dtype:
             return None
 
         def codegen(context, builder, signature, args):
-            xz_a, idx_a, cf_a, y_a = (context.make_array(signature.args[i])(context, builder, args[i])
-                                      for i in (0, 1, 5, 6))
+            rows_a, idx_a, cf_a, y_a = (context.make_array(signature.args[i])(context, builder, args[i])
+                                        for i in (0, 1, 5, 6))
             lo, hi, t = args[2], args[3], args[4]
             i64, i32, byte_ptr = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
             scalar = context.get_value_type(signature.args[0].dtype)
             itemsize = context.get_abi_sizeof(scalar)
             width = 32 // itemsize  # one 256-bit vector
             vector = ir.VectorType(scalar, width)
-            _, n, row_len = cgutils.unpack_tuple(builder, xz_a.shape, 3)
+            _, n, row_len = cgutils.unpack_tuple(builder, rows_a.shape, 3)
             count = cgutils.unpack_tuple(builder, idx_a.shape, 1)[0]
             base = builder.mul(builder.mul(t, n), row_len)
 
@@ -134,13 +142,14 @@ def _segment_kernel(lanes: int, weighted: bool = True):
 
             def row_at(k):
                 u = builder.sext(builder.load(builder.gep(idx_a.data, [k])), i64)
-                return builder.gep(xz_a.data, [builder.add(base, builder.mul(u, row_len))])
+                return builder.gep(rows_a.data, [builder.add(base, builder.mul(u, row_len))])
 
             prefetch = builder.module.declare_intrinsic(
                 "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]))
-            vectors = range(0, lanes, width)
-            coef = [load(cf_a.data, i) for i in vectors]
-            start = [load(y_a.data, i) for i in vectors]
+            slot_vectors = range(0, slots, width)
+            lane_vectors = range(0, lanes, width)
+            coef = [load(cf_a.data, i) for i in slot_vectors] if weighted else []
+            start = [load(y_a.data, i) for i in lane_vectors]
             entry = builder.basic_block
             head = builder.append_basic_block("segment.head")
             body = builder.append_basic_block("segment.body")
@@ -148,7 +157,7 @@ def _segment_kernel(lanes: int, weighted: bool = True):
             builder.branch(head)
             builder.position_at_end(head)
             k = builder.phi(i64)
-            acc = [builder.phi(vector) for _ in vectors]
+            acc = [builder.phi(vector) for _ in lane_vectors]
             k.add_incoming(lo, entry)
             for phi, value in zip(acc, start):
                 phi.add_incoming(value, entry)
@@ -157,34 +166,37 @@ def _segment_kernel(lanes: int, weighted: bool = True):
             ahead = builder.add(k, ir.Constant(i64, PREFETCH))
             with builder.if_then(builder.icmp_signed("<", ahead, count)):
                 later = builder.bitcast(row_at(ahead), byte_ptr)
-                for offset in range(0, (2 if weighted else 1) * lanes * itemsize, LINE):
+                for offset in range(0, (lanes + (slots if weighted else 0)) * itemsize, LINE):
                     builder.call(prefetch, [builder.gep(later, [ir.Constant(i64, offset)]),
                                             ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
             row = row_at(k)
             if weighted:
-                new = [builder.fadd(phi, builder.fadd(builder.fmul(c, load(row, i)), load(row, lanes + i)))
-                       for phi, c, i in zip(acc, coef, vectors)]
+                w = [builder.fadd(c, load(row, lanes + i)) for c, i in zip(coef, slot_vectors)]
+                new = [builder.fadd(acc[h * len(w) + v], builder.fmul(w[v], load(row, h * slots + i)))
+                       for h in range(halves) for v, i in enumerate(slot_vectors)]
             else:
-                new = [builder.fadd(phi, load(row, i)) for phi, i in zip(acc, vectors)]
+                new = [builder.fadd(phi, load(row, i)) for phi, i in zip(acc, lane_vectors)]
             end = builder.basic_block
             k.add_incoming(builder.add(k, ir.Constant(i64, 1)), end)
             for phi, value in zip(acc, new):
                 phi.add_incoming(value, end)
             builder.branch(head)
             builder.position_at_end(done)
-            for phi, i in zip(acc, vectors):
+            for phi, i in zip(acc, lane_vectors):
                 address = builder.bitcast(builder.gep(y_a.data, [ir.Constant(i64, i)]), vector.as_pointer())
                 builder.store(phi, address, align=itemsize)
             return context.get_dummy_value()
 
-        return types.void(xz, indices, types.int64, types.int64, types.int64, cf, y), codegen
+        return types.void(rows, indices, types.int64, types.int64, types.int64, cf, y), codegen
 
     return segment
 
 
-_segment8, _segment16, _segment24, _segment32 = (_segment_kernel(n) for n in (8, 16, 24, 32))
-_rows8, _rows16, _rows24, _rows32 = (_segment_kernel(n, weighted=False) for n in (8, 16, 24, 32))
-assert LANES == 32 and VECTOR == 8  # the kernels above cover every block width
+# every block shape the layouts below produce (slots a multiple of VECTOR, lanes <= LANES)
+_single8, _single16, _single24, _single32 = (_segment_kernel(m) for m in (8, 16, 24, 32))
+_paired8, _paired16 = (_segment_kernel(m, halves=2) for m in (8, 16))
+_rows8, _rows16, _rows24, _rows32 = (_segment_kernel(m, weighted=False) for m in (8, 16, 24, 32))
+assert LANES == 32 and VECTOR == 8
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -223,11 +235,13 @@ def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _step(indptr, indices, rel, a, b, inv_out, xz, xz_next, pi, scale, bounds, scratch, active, last):
-    """One dense term for the lanes of every active block: y = P x from xz (xt | z), then
-    pi += scale * y and, unless ``last``, xz_next = (y * inv_out | b * y * inv_out). y lives
-    one row at a time in ``scratch``; xz is read while xz_next is written."""
+def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, scale, bounds, scratch, active, last):
+    """One dense term for the lanes of every active block: y = P x from xb (xt | b), then
+    pi += scale * y and, unless ``last``, the xt part of xb_next = y * inv_out of the lane's
+    slot. y lives one row at a time in ``scratch``; xb is read while xb_next is written."""
     blocks, n, lanes = pi.shape
+    slots = a.shape[2]
+    halves = lanes // slots
     chunks = bounds.shape[0] - 1
     for job in prange(blocks * chunks):
         t, c = job // chunks, job % chunks
@@ -243,24 +257,28 @@ def _step(indptr, indices, rel, a, b, inv_out, xz, xz_next, pi, scale, bounds, s
                 end = k + 1
                 while end < hi and rel[end] == r:
                     end += 1
-                for j in range(lanes):
+                for j in range(slots):
                     cf[j] = a[t, r, j] + b[t, v, j]
-                if lanes == 32:
-                    _segment32(xz, indices, k, end, t, cf, y)
-                elif lanes == 24:
-                    _segment24(xz, indices, k, end, t, cf, y)
-                elif lanes == 16:
-                    _segment16(xz, indices, k, end, t, cf, y)
+                if halves == 2:
+                    if slots == 16:
+                        _paired16(xb, indices, k, end, t, cf, y)
+                    else:
+                        _paired8(xb, indices, k, end, t, cf, y)
+                elif slots == 32:
+                    _single32(xb, indices, k, end, t, cf, y)
+                elif slots == 24:
+                    _single24(xb, indices, k, end, t, cf, y)
+                elif slots == 16:
+                    _single16(xb, indices, k, end, t, cf, y)
                 else:
-                    _segment8(xz, indices, k, end, t, cf, y)
+                    _single8(xb, indices, k, end, t, cf, y)
                 k = end
             for j in range(lanes):
                 pi[t, v, j] += scale * y[j]
             if not last:
-                for j in range(lanes):
-                    xt = y[j] * inv_out[t, v, j]
-                    xz_next[t, v, j] = xt
-                    xz_next[t, v, lanes + j] = b[t, v, j] * xt
+                for h in range(halves):
+                    for j in range(slots):
+                        xb_next[t, v, h * slots + j] = y[h * slots + j] * inv_out[t, v, j]
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -306,35 +324,28 @@ def _push(indptr, indices, rel, a, b, inv_out, weight_of, x, y, pi, scale, colum
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _to_lanes(x, inv_out, b, leaving, xz, bounds):
-    """Load the columns of x (column-major) flagged in ``leaving`` into their lanes of xz."""
-    columns = x.shape[0]
-    blocks, lanes = xz.shape[0], b.shape[2]
-    chunks = bounds.shape[0] - 1
-    for c in prange(chunks):  # column by column inside a chunk: a transpose in cache
-        for t in range(blocks):
-            for j in range(min(lanes, columns - t * lanes)):
-                col = t * lanes + j
-                if not leaving[col]:
-                    continue
-                for u in range(bounds[c], bounds[c + 1]):
-                    xt = x[col, u] * inv_out[t, u, j]
-                    xz[t, u, j] = xt
-                    xz[t, u, lanes + j] = b[t, u, j] * xt
+def _to_lanes(x, inv_out, block, lane, columns, xb, bounds):
+    """Load the listed columns of x (column-major) into their lanes of xb as xt."""
+    slots = inv_out.shape[2]
+    for chunk in prange(bounds.shape[0] - 1):  # column by column inside a chunk: a transpose in cache
+        for i in range(columns.shape[0]):
+            c = columns[i]
+            t, at = block[c], lane[c]
+            j = at % slots
+            for u in range(bounds[chunk], bounds[chunk + 1]):
+                xb[t, u, at] = x[c, u] * inv_out[t, u, j]
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _add_blocks(pi, blocked, bounds):
-    """pi (S, N) += blocked (blocks, N, lanes), column c at block c // lanes, lane c % lanes
-    (the dense terms join the column-major result once, at the end); column by column
-    inside a chunk of rows, a transpose in cache."""
-    columns = pi.shape[0]
-    lanes = blocked.shape[2]
+def _add_blocks(pi, blocked, block, lane, bounds):
+    """pi (S, N) += blocked (blocks, N, lanes) at each column's block and lane (the dense
+    terms join the column-major result once, at the end); column by column inside a chunk
+    of rows, a transpose in cache."""
     for chunk in prange(bounds.shape[0] - 1):
-        for c in range(columns):
-            t, j = c // lanes, c % lanes
+        for c in range(pi.shape[0]):
+            t, at = block[c], lane[c]
             for v in range(bounds[chunk], bounds[chunk + 1]):
-                pi[c, v] += blocked[t, v, j]
+                pi[c, v] += blocked[t, v, at]
 
 
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
@@ -351,18 +362,44 @@ def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
 
 @njit(parallel=True, cache=True, nogil=True)
 def _regroup(source, columns, out):
-    """out[t, u, j] = source's column ``columns[t * lanes + j]`` (source in blocks too)."""
+    """out[t, u, j] = source's column ``columns[t * lanes + j]`` (source in blocks too; -1 or
+    past the end: 0)."""
     blocks, rows, lanes = out.shape
     source_lanes = source.shape[2]
     for u in prange(rows):
         for t in range(blocks):
             for j in range(lanes):
                 c = t * lanes + j
-                if c < columns.shape[0]:
+                if c < columns.shape[0] and columns[c] >= 0:
                     w = columns[c]
                     out[t, u, j] = source[w // source_lanes, u, w % source_lanes]
                 else:
                     out[t, u, j] = 0.0
+
+
+def dense_layout(weight_of: np.ndarray, weights: int):
+    """Place seed columns in dense blocks. Returns (halves, slots per block, blocks, weight
+    column of each slot (-1 empty), block of each column, lane of each column).
+
+    Columns that share a weight column go two to a slot (one per half) when that moves
+    fewer bytes per half-edge than a slot each (3 values per slot against 2 per column):
+    the directions of a bank pair always do."""
+    users: dict[int, list[int]] = {}
+    for c, w in enumerate(weight_of.tolist()):
+        users.setdefault(w, []).append(c)
+    count = len(weight_of)
+    halves = 2 if 3 * sum(-(-len(cols) // 2) for cols in users.values()) < 2 * count else 1
+    slot_list = [(w, cols[i:i + halves]) for w, cols in users.items() for i in range(0, len(cols), halves)]
+    blocks = max(1, -(-len(slot_list) // (LANES // halves)))
+    slots = VECTOR * -(-max(1, -(-len(slot_list) // blocks)) // VECTOR)
+    slot_weight = np.full(blocks * slots, -1, dtype=np.int64)
+    block = np.zeros(count, dtype=np.int64)
+    lane = np.zeros(count, dtype=np.int64)
+    for s, (w, cols) in enumerate(slot_list):
+        slot_weight[s] = w
+        for h, c in enumerate(cols):
+            block[c], lane[c] = s // slots, h * slots + s % slots
+    return halves, slots, blocks, slot_weight, block, lane
 
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
@@ -390,7 +427,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     a = np.ascontiguousarray(a, dtype=np.float64)
     b_cols = np.ascontiguousarray(np.asarray(b, dtype=np.float64).T)
     inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
-    blocks, lanes = block_layout(count)
+    halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights)
+    lanes = halves * slots
     columns = np.arange(count)
     terms = min(series_terms(eta, tol), max_iter)
 
@@ -415,20 +453,19 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
         if len(leaving) and xz is None:
             dtype = np.float32 if mixed_precision else np.float64
-            low = (to_blocks(a, lanes, weight_of, dtype), to_blocks(b_cols.T, lanes, weight_of, dtype),
-                   np.empty((blocks, n, lanes), dtype=dtype))
-            _regroup(inv_weights, weight_of, low[2])
+            low = (to_blocks(a, slots, slot_weight, dtype), to_blocks(b_cols.T, slots, slot_weight, dtype),
+                   np.empty((blocks, n, slots), dtype=dtype))
+            _regroup(inv_weights, slot_weight, low[2])
             pi_blocks = np.zeros((blocks, n, lanes))
-            xz = np.zeros((blocks, n, 2 * lanes), dtype=dtype)
-            xz_next = np.zeros_like(xz)
+            xz = np.zeros((blocks, n, lanes + slots), dtype=dtype)
+            xz[:, :, lanes:] = low[1]  # b: constant across terms
+            xz_next = xz.copy()
             scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
         if len(leaving):
             # x (column-major) still holds x_{term-1} for these columns
-            flags = np.zeros(count, dtype=np.bool_)
-            flags[leaving] = True
-            _to_lanes(x, low[2], low[1], flags, xz, row_chunks)
+            _to_lanes(x, low[2], block, lane, leaving, xz, row_chunks)
             sparse[leaving] = False
-            dense[leaving // lanes] = True
+            dense[block[leaving]] = True
             pushing = np.flatnonzero(sparse)
         if len(pushing):
             y_cols = np.empty_like(x)
@@ -440,5 +477,5 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                   scratch, dense, term == terms)
             xz, xz_next = xz_next, xz
     if pi_blocks is not None:
-        _add_blocks(pi, pi_blocks, row_chunks)
+        _add_blocks(pi, pi_blocks, block, lane, row_chunks)
     return pi.T, terms, (1.0 - eta) ** (terms + 1)
