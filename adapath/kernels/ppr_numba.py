@@ -199,6 +199,16 @@ _rows8, _rows16, _rows24, _rows32 = (_segment_kernel(m, weighted=False) for m in
 assert LANES == 32 and VECTOR == 8
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _run_end(rel, k, hi):
+    """End of the run of equal relations that starts at half-edge k (rows are sorted by
+    relation)."""
+    end = k + 1
+    while end < hi and rel[end] == rel[k]:
+        end += 1
+    return end
+
+
 @njit(parallel=True, cache=True, nogil=True)
 def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
     """inv[t, u, j] = 1 / out (0 where out is 0), out = the sum of w over u's half-edges =
@@ -213,10 +223,7 @@ def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
                 y[j] = 0.0
             k, hi = indptr[u], indptr[u + 1]
             while k < hi:  # one run of equal relations at a time
-                r = rel[k]
-                end = k + 1
-                while end < hi and rel[end] == r:
-                    end += 1
+                r, end = rel[k], _run_end(rel, k, hi)
                 if lanes == 32:
                     _rows32(b, indices, k, end, t, y, y)
                 elif lanes == 24:
@@ -253,10 +260,7 @@ def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, scale, bounds, s
                 y[j] = 0.0
             k, hi = indptr[v], indptr[v + 1]
             while k < hi:  # one run of equal relations at a time
-                r = rel[k]
-                end = k + 1
-                while end < hi and rel[end] == r:
-                    end += 1
+                r, end = rel[k], _run_end(rel, k, hi)
                 for j in range(slots):
                     cf[j] = a[t, r, j] + b[t, v, j]
                 if halves == 2:
