@@ -162,3 +162,20 @@ def test_pair_layout_gives_the_same_bits_as_one_column_per_weight():
     assert np.array_equal(paired.forward, single[:, :5])
     assert np.array_equal(paired.backward, single[:, 5:])
     assert np.abs(paired.forward[:, 2] - dense_ppr(graph, weights, 2, topics[2])).sum() <= 1e-7
+
+
+@pytest.mark.parametrize("weight_of, halves", [
+    (np.r_[np.arange(20), np.arange(20)], 2),  # bank pairs: two directions per weight column
+    (np.arange(45), 1),  # one column per weight column
+    (np.r_[np.arange(9), np.arange(9), [3, 3, 7]], 2),  # 2-topic records add a third and fourth user
+])
+def test_dense_layout_places_every_column_once_with_its_weights(weight_of, halves):
+    from adapath.kernels.ppr_numba import LANES, VECTOR, dense_layout
+
+    got_halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, int(weight_of.max()) + 1)
+    assert got_halves == halves and slots % VECTOR == 0 and halves * slots <= LANES
+    places = set(zip(block.tolist(), lane.tolist()))
+    assert len(places) == len(weight_of)  # no two columns share a lane
+    for c, w in enumerate(weight_of):
+        assert lane[c] < halves * slots and block[c] < blocks
+        assert slot_weight[block[c] * slots + lane[c] % slots] == w  # its slot holds its weights
