@@ -53,6 +53,8 @@ class _SparseOperators:
         counts = np.bincount(src * n_rel + rel, minlength=n * n_rel).reshape(n, n_rel)
         self.counts = xp.asarray(counts.astype(np.float64))
         self.degree = xp.asarray(graph.degree().astype(np.float64))
+        # float32 copies for the terms that carry little mass (edge counts are exact in float32)
+        self.low = (self.adjacency.astype(np.float32), [m.astype(np.float32) for m in self.rel_adjacency])
 
 
 def _to_device(matrix, xp, sparse):
@@ -116,7 +118,7 @@ class PPREngine:
         b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
         pi, iterations, change = power_iteration_xp(
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
-            xp.asarray(seeds), self.eta, self.tol, self.max_iter)
+            xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low)
         if xp is not np:
             pi = xp.asnumpy(pi)
         return pi, iterations, change

@@ -16,8 +16,10 @@ from adapath.kernels.ppr_numba import series_terms
 
 
 def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds, eta=0.85,
-                       tol=1e-8, max_iter=200):
+                       tol=1e-8, max_iter=200, low=None):
     """adjacency: N x N sparse; rel_adjacency: R sparse N x N; counts: N x R; degree: N.
+    ``low``: the same two operators in float32; given, terms from the third on (at most
+    (1-eta)^3 of the mass) run in float32, halving their memory traffic, as on the CPU.
 
     Returns (pi N x B, terms, L1 error bound).
     """
@@ -32,14 +34,18 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
     pi = eta * x
     terms = min(series_terms(eta, tol), max_iter)
     scale = eta
-    for _ in range(terms):
-        xt = xp.where(dangling, 0.0, x / safe)
+    ops = (adjacency, rel_adjacency, a, b)
+    for term in range(1, terms + 1):
+        if term == 3 and low is not None:
+            ops = (*low, a.astype(xp.float32), b.astype(xp.float32))
+        adj, rel_adj, a_t, b_t = ops
+        xt = xp.where(dangling, 0.0, x / safe).astype(b_t.dtype)
         lost = xp.where(dangling, x, 0.0).sum(axis=0)
-        y = adjacency @ (b * xt) + b * (adjacency @ xt)
-        for r, matrix in enumerate(rel_adjacency):
+        y = adj @ (b_t * xt) + b_t * (adj @ xt)
+        for r, matrix in enumerate(rel_adj):
             if matrix.nnz:
-                y += a[r][None, :] * (matrix @ xt)
-        y[seeds, columns] += lost
+                y += a_t[r][None, :] * (matrix @ xt)
+        y[seeds, columns] += lost.astype(y.dtype)
         x = y
         scale *= 1.0 - eta
         pi += scale * x
