@@ -446,7 +446,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     pi[columns, seeds] = np.where(stuck, 1.0, eta)
     sparse = ~stuck
     dense = np.zeros(blocks, dtype=bool)  # blocks with at least one dense lane
-    pi_blocks = xz = xz_next = scratch = low = None
+    pi_blocks = xb = xb_next = scratch = low = None
     scale = eta
     limit = push_fraction * indices.shape[0]
     for term in range(1, terms + 1):
@@ -455,19 +455,19 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
         leaving = pushing[:0]
         if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
-        if len(leaving) and xz is None:
+        if len(leaving) and xb is None:
             dtype = np.float32 if mixed_precision else np.float64
             low = (to_blocks(a, slots, slot_weight, dtype), to_blocks(b_cols.T, slots, slot_weight, dtype),
                    np.empty((blocks, n, slots), dtype=dtype))
             _regroup(inv_weights, slot_weight, low[2])
             pi_blocks = np.zeros((blocks, n, lanes))
-            xz = np.zeros((blocks, n, lanes + slots), dtype=dtype)
-            xz[:, :, lanes:] = low[1]  # b: constant across terms
-            xz_next = xz.copy()
+            xb = np.zeros((blocks, n, lanes + slots), dtype=dtype)
+            xb[:, :, lanes:] = low[1]  # b: constant across terms
+            xb_next = xb.copy()
             scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
         if len(leaving):
             # x (column-major) still holds x_{term-1} for these columns
-            _to_lanes(x, low[2], block, lane, leaving, xz, row_chunks)
+            _to_lanes(x, low[2], block, lane, leaving, xb, row_chunks)
             sparse[leaving] = False
             dense[block[leaving]] = True
             pushing = np.flatnonzero(sparse)
@@ -477,9 +477,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             x = y_cols
         if dense.any():
             a_low, b_low, inv_low = low
-            _step(indptr, indices, rel, a_low, b_low, inv_low, xz, xz_next, pi_blocks, scale, bounds,
+            _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, scale, bounds,
                   scratch, dense, term == terms)
-            xz, xz_next = xz_next, xz
+            xb, xb_next = xb_next, xb
     if pi_blocks is not None:
         _add_blocks(pi, pi_blocks, block, lane, row_chunks)
     return pi.T, terms, (1.0 - eta) ** (terms + 1)
