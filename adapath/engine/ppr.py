@@ -3,7 +3,8 @@
 ``pi = eta * s + (1 - eta) * P_q pi`` with teleport ``eta`` (0.85), ``P_q`` the walk with the
 query's Eq. 1 weights normalized over each node's out-edges, and ``s`` one-hot at the topic
 (forward, pi_f) or at the answer (backward, pi_b). A batch of n (topic, answer, query)
-triples runs as one 2n-column power iteration, weights computed on the fly.
+triples runs as one power iteration of up to 2n columns (a repeated seed and query once),
+both directions walking with their query's weight column, weights computed on the fly.
 
 Backends: ``numba`` (CPU, fused kernel, parallel over rows), ``scipy`` (the array-namespace
 kernel on SciPy sparse), ``cupy`` (the same kernel on the GPU). The device is chosen
@@ -20,7 +21,7 @@ import scipy.sparse as sp
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
-from adapath.kernels.ppr_numba import power_iteration, work_chunks
+from adapath.kernels.ppr_numba import power_iteration, weight_columns, work_chunks
 from adapath.kernels.ppr_xp import power_iteration_xp
 
 ETA = 0.85
@@ -102,11 +103,7 @@ class PPREngine:
         pi as N x S with contiguous columns."""
         g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
-        if weight_of is None:
-            if weights.batch == 0 or len(seeds) % weights.batch:
-                raise ValueError(f"{len(seeds)} seeds do not share {weights.batch} weight columns evenly")
-            weight_of = np.arange(len(seeds)) % weights.batch
-        weight_of = np.asarray(weight_of, dtype=np.int64)
+        weight_of = weight_columns(weight_of, len(seeds), weights.batch)
         if self.backend == "numba":
             return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
                                    np.asarray(weights.b), seeds, self.eta, self.tol,

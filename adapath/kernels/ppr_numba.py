@@ -73,12 +73,25 @@ def work_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
 
-def block_layout(columns: int) -> tuple[int, int]:
-    """(blocks, lanes per block): blocks of at most LANES lanes, as even as possible, lanes
-    a multiple of VECTOR (the segment kernels work in whole vectors; spare lanes are 0)."""
-    blocks = max(1, -(-columns // LANES))
+def block_layout(columns: int, capacity: int = LANES) -> tuple[int, int]:
+    """(blocks, lanes per block): blocks of at most ``capacity`` lanes, as even as possible,
+    lanes a multiple of VECTOR (the segment kernels work in whole vectors; spare lanes are 0)."""
+    blocks = max(1, -(-columns // capacity))
     per_block = max(1, -(-columns // blocks))
     return blocks, VECTOR * -(-per_block // VECTOR)
+
+
+def weight_columns(weight_of, seeds: int, weights: int) -> np.ndarray:
+    """The weight column of every seed column, checked; default ``c % W`` (the seed count a
+    multiple of the W weight columns)."""
+    if weight_of is None:
+        if weights == 0 or seeds % weights:
+            raise ValueError(f"{seeds} seeds do not share {weights} weight columns evenly")
+        return np.arange(seeds, dtype=np.int64) % weights
+    weight_of = np.ascontiguousarray(weight_of, dtype=np.int64)
+    if weight_of.shape != (seeds,) or (seeds and (weight_of.min() < 0 or weight_of.max() >= weights)):
+        raise ValueError("weight_of must give a weight column for every seed")
+    return weight_of
 
 
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
@@ -394,8 +407,7 @@ def dense_layout(weight_of: np.ndarray, weights: int):
     count = len(weight_of)
     halves = 2 if 3 * sum(-(-len(cols) // 2) for cols in users.values()) < 2 * count else 1
     slot_list = [(w, cols[i:i + halves]) for w, cols in users.items() for i in range(0, len(cols), halves)]
-    blocks = max(1, -(-len(slot_list) // (LANES // halves)))
-    slots = VECTOR * -(-max(1, -(-len(slot_list) // blocks)) // VECTOR)
+    blocks, slots = block_layout(len(slot_list), LANES // halves)
     slot_weight = np.full(blocks * slots, -1, dtype=np.int64)
     block = np.zeros(count, dtype=np.int64)
     lane = np.zeros(count, dtype=np.int64)
@@ -418,13 +430,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     weights = a.shape[1]
     seeds = np.ascontiguousarray(seeds, dtype=np.int64)
     count = seeds.shape[0]
-    if weight_of is None:
-        if weights == 0 or count % weights:
-            raise ValueError(f"{count} seeds do not share {weights} weight columns evenly")
-        weight_of = np.arange(count) % weights
-    weight_of = np.ascontiguousarray(weight_of, dtype=np.int64)
-    if weight_of.shape != (count,) or (count and (weight_of.min() < 0 or weight_of.max() >= weights)):
-        raise ValueError("weight_of must give a weight column for every seed")
+    weight_of = weight_columns(weight_of, count, weights)
     bounds = work_chunks(indptr) if bounds is None else bounds
     chunks = bounds.shape[0] - 1
     row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
