@@ -1,0 +1,42 @@
+"""The ``adapath`` command line: one Typer app, one module per sub-command group.
+
+Each module defines its commands on its own Typer app; this module mounts them. Heavy
+packages are imported inside the commands, so ``adapath --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from adapath.cli.answer import answer_cmd
+from adapath.cli.bank import bank_app
+from adapath.cli.common import say
+from adapath.cli.dataset import dataset_app
+from adapath.cli.evaluate import eval_app
+from adapath.cli.kg import kg_app
+from adapath.cli.pathmind import pathmind_app
+from adapath.errors import InputError
+
+app = typer.Typer(
+    help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+)
+app.add_typer(kg_app, name="kg")
+app.add_typer(dataset_app, name="dataset")
+app.add_typer(bank_app, name="bank")
+app.command("answer")(answer_cmd)
+app.add_typer(eval_app, name="eval")
+app.add_typer(pathmind_app, name="pathmind")
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=True)
+    except InputError as exc:
+        say(f"adapath: error: {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        say("adapath: interrupted")
+        sys.exit(130)

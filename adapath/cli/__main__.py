@@ -1,0 +1,3 @@
+from adapath.cli import main
+
+main()
