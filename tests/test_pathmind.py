@@ -28,6 +28,7 @@ from adapath.methods.pathmind.train import (
     train,
 )
 from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+from tests.conftest import run_cli
 
 # a hand-made graph: 0 -r0- 1 -r1- 2 -r0- 3, and 0 -r2- 3 (both directions listed)
 EDGES = [(0, 0, 1), (1, 1, 2), (2, 0, 3), (0, 2, 3)]
@@ -286,6 +287,56 @@ def test_training_in_batches_learns_and_is_deterministic(trained):
     again, _ = train(graph, examples, featurize, config)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name
+
+
+@pytest.fixture(scope="module")
+def cli_setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pmcli")
+    graph = generate(scale=0.01, seed=9)
+    graph.save(root / "kg")
+    records = QueryGenerator(graph).generate(30, seed=2)
+    (root / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return root
+
+
+def train_args(root, out, *extra):
+    return ["pathmind", "train", "--kg", root / "kg", "--queries", f"biostrat:{root / 'q.jsonl'}", "--out", out,
+            "--epochs", "1", "--budget", "40", *extra]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--level", "explict"], "--level 'explict': choose explicit, implicit, bare"),
+    (["--epochs", "0"], "--epochs 0: must be at least 1"),
+    (["--budget", "-3"], "--budget -3: must be at least 1 (nodes kept per subgraph besides the topics)"),
+    (["--hops", "0"], "--hops 0: must be between 1 and 5"),
+    (["--hops", "9"], "--hops 9: must be between 1 and 5"),
+    (["--batch", "0"], "--batch 0: must be at least 1"),
+])
+def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extra, message):
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", *extra), capsys)
+    assert code == 2 and err.strip() == f"adapath: error: {message}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_training_leaves_no_model_directory(cli_setup, tmp_path, capsys):
+    # a budget of 1 keeps almost no answer in its subgraph: too few questions to train on
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--budget", "1"), capsys)
+    assert code == 2 and err.strip().splitlines()[-1].startswith("adapath: error: too few training questions")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_writes_once_and_needs_force_to_replace(cli_setup, tmp_path, capsys):
+    out = tmp_path / "m"
+    code, _, err = run_cli(train_args(cli_setup, out), capsys)
+    assert code == 0, err
+    assert {p.name for p in out.iterdir()} == {"model.safetensors", "config.json"}
+    before = (out / "model.safetensors").read_bytes()
+    code, _, err = run_cli(train_args(cli_setup, out, "--seed", "3"), capsys)
+    assert code == 2 and "already exists (pass --force to replace it)" in err
+    assert (out / "model.safetensors").read_bytes() == before
+    code, _, err = run_cli(train_args(cli_setup, out, "--seed", "3", "--force"), capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary folders left
 
 
 def reference_cumulative_cost(cost, topics, src, dst, n, rounds, tau):
