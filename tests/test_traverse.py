@@ -81,3 +81,25 @@ def test_groups_match_reference(seed, free):
         got = as_tuples(state.groups(prefilter=prefilter, limit=limit))
         assert got == reference_groups(state, prefilter, limit)
         assert got  # not vacuous
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reach_matches_walk_by_walk_reference(seed):
+    from adapath.engine.metapath import MetaPath
+    from adapath.engine.traverse import reach
+    from tests.helpers import RELS, TYPES
+
+    graph = random_graph(seed, n=300, m=1200 if seed % 2 else 6000)  # sparse and dense: both branches
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        hops = int(rng.integers(1, 4))
+        types = [TYPES[i] for i in rng.integers(0, 3, hops + 1)]
+        rels = [RELS[i] for i in rng.integers(0, 4, hops)]
+        mp = MetaPath.parse(" ".join(f"{t} -[{r}]-" for t, r in zip(types, rels)) + f" {types[-1]}")
+        sources = rng.integers(0, graph.num_nodes, 3)
+        frontier = {int(s) for s in sources if graph.type_name(int(s)) == types[0]}
+        for r, t in zip(rels, types[1:]):  # by hand: every half-edge of every frontier node
+            frontier = {int(graph.indices[k]) for u in frontier
+                        for k in range(graph.indptr[u], graph.indptr[u + 1])
+                        if graph.relation_names[graph.rel[k]] == r and graph.type_name(int(graph.indices[k])) == t}
+        assert reach(graph, sources, mp).tolist() == sorted(frontier)

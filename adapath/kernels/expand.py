@@ -52,6 +52,23 @@ def expand_mask(indptr, indices, rel, node_type, frontier, r, t, out):
 
 
 @njit(cache=True, nogil=True)
+def gather_typed(indptr, indices, rel, node_type, frontier, r, t):
+    """Every neighbour of a frontier node by relation r into type t (repeats kept)."""
+    total = 0
+    for i in range(frontier.shape[0]):
+        lo, hi = _segment(indptr, indices, rel, node_type, frontier[i], r, t)
+        total += hi - lo
+    out = np.empty(total, dtype=np.int64)
+    pos = 0
+    for i in range(frontier.shape[0]):
+        lo, hi = _segment(indptr, indices, rel, node_type, frontier[i], r, t)
+        for k in range(lo, hi):
+            out[pos] = indices[k]
+            pos += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def count_typed(indptr, indices, rel, node_type, nodes, r, t):
     """Number of (relation r, type t) neighbours of each node."""
     out = np.zeros(nodes.shape[0], dtype=np.int64)

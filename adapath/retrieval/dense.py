@@ -282,6 +282,7 @@ class NodeEmbeddings:
         self.own: NodeStore | None = None  # where rows encoded here go
         self.encoded = 0  # rows encoded on demand by this object
         self._expect = None
+        self._complete: NodeStore | None = None
         found = self.places.find(self.name, HEADER) if self.places is not None else None
         if found is not None:
             store = NodeStore.open(found, self._expected())
@@ -289,6 +290,8 @@ class NodeEmbeddings:
                 self.own = store
             else:
                 self.base = store
+            if store.complete:
+                self._complete = store
 
     def _expected(self) -> dict:
         if self._expect is None:
@@ -298,10 +301,12 @@ class NodeEmbeddings:
     @property
     def precomputed(self) -> bool:
         """Whether a complete store serves every node (no encoding on demand)."""
-        return any(s is not None and s.path is not None and s.complete for s in (self.base, self.own))
+        return self._complete is not None
 
     def get(self, nodes) -> np.ndarray:
         nodes = np.asarray(nodes, dtype=np.int64)
+        if self._complete is not None:  # a complete store: no bookkeeping per call
+            return self._complete.rows(nodes)
         from_base = np.asarray(self.base.done[nodes]) if self.base is not None else np.zeros(len(nodes), bool)
         rest = nodes[~from_base]
         if len(rest):
