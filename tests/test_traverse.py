@@ -103,3 +103,23 @@ def test_reach_matches_walk_by_walk_reference(seed):
                         for k in range(graph.indptr[u], graph.indptr[u + 1])
                         if graph.relation_names[graph.rel[k]] == r and graph.type_name(int(graph.indices[k])) == t}
         assert reach(graph, sources, mp).tolist() == sorted(frontier)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_realizable_is_reach_nonempty(seed):
+    from adapath.engine.metapath import MetaPath
+    from adapath.engine.traverse import reach, realizable
+    from tests.helpers import RELS, TYPES
+
+    graph = random_graph(seed, n=200, m=900)
+    rng = np.random.default_rng(seed)
+    answers = []
+    for _ in range(60):
+        hops = int(rng.integers(1, 4))
+        types = [TYPES[i] for i in rng.integers(0, 3, hops + 1)]
+        rels = [RELS[i] for i in rng.integers(0, 4, hops)]
+        mp = MetaPath.parse(" ".join(f"{t} -[{r}]-" for t, r in zip(types, rels)) + f" {types[-1]}")
+        source = int(rng.integers(0, graph.num_nodes))
+        answers.append(realizable(graph, source, mp))
+        assert answers[-1] == (len(reach(graph, [source], mp)) > 0)
+    assert any(answers) and not all(answers)

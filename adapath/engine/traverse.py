@@ -8,7 +8,7 @@ import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.kernels.expand import count_typed, expand_mask, gather_typed, typed_slice
+from adapath.kernels.expand import any_walk, expand_mask, typed_slice
 
 
 def metapath_codes(graph: KnowledgeGraph, metapath: MetaPath) -> tuple[np.ndarray, np.ndarray] | None:
@@ -31,16 +31,25 @@ def reach(graph: KnowledgeGraph, sources, metapath: MetaPath) -> np.ndarray:
     types, rels = codes
     frontier = frontier[graph.node_type[frontier] == types[0]]
     for hop in range(metapath.hops):
-        arrays = (graph.indptr, graph.indices, graph.rel, graph.node_type, frontier, rels[hop], types[hop + 1])
-        if 16 * int(count_typed(*arrays).sum()) < graph.num_nodes:  # few: sort, skip the N-wide mask
-            frontier = np.unique(gather_typed(*arrays))
-        else:
-            mask = np.zeros(graph.num_nodes, dtype=bool)
-            expand_mask(*arrays, mask)
-            frontier = np.flatnonzero(mask)
+        mask = np.zeros(graph.num_nodes, dtype=bool)
+        expand_mask(graph.indptr, graph.indices, graph.rel, graph.node_type,
+                    frontier, rels[hop], types[hop + 1], mask)
+        frontier = np.flatnonzero(mask)
         if len(frontier) == 0:
             break
     return frontier
+
+
+def realizable(graph: KnowledgeGraph, source: int, metapath: MetaPath) -> bool:
+    """Whether some walk from ``source`` follows the meta-path to its end: ``len(reach(...)) >
+    0``, found depth first, stopping at the first complete walk."""
+    codes = metapath_codes(graph, metapath)
+    if codes is None:
+        return False
+    types, rels = codes
+    if graph.node_type[source] != types[0]:
+        return False
+    return bool(any_walk(graph.indptr, graph.indices, graph.rel, graph.node_type, int(source), rels, types))
 
 
 def typed_neighbors(graph: KnowledgeGraph, node: int, relation: int, node_type: int) -> np.ndarray:
