@@ -9,7 +9,8 @@ nodes. Routes that need a package not installed are listed as skipped.
 
     python bench/bench_encoder.py [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64] [--json FILE]
 
-Routes: torch float32 (the reference), torch dynamic int8 (``quantize_dynamic`` on the
+Routes: torch float32 (the reference, torch's default threads; again on one thread),
+torch dynamic int8 (``quantize_dynamic`` on the
 Linear layers), ONNX Runtime float32 and dynamic int8 (the model exported here with
 ``torch.onnx.export``; needs onnxruntime and onnx), OpenVINO on the same ONNX file (when
 installed), and the reference vectors stored as float16.
@@ -164,6 +165,11 @@ def main() -> None:
     query_vectors = st_encode(model)(queries)
     ref_scores = query_vectors @ ref.T
     rows = [("torch float32 (reference)", ref_rate, ref, query_vectors, "")]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    vectors, rate = timed(st_encode(model), texts)
+    rows.append(("torch float32, 1 thread", rate, vectors, query_vectors, ""))
+    torch.set_num_threads(threads)
     quantized = SentenceTransformer(minilm_path(), device="cpu")
     quantized[0].model = torch.ao.quantization.quantize_dynamic(quantized[0].model, {torch.nn.Linear},
                                                                dtype=torch.qint8)

