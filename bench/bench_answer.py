@@ -28,12 +28,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
+    from adapath.datasets.biostrat import query_from_record
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
-    from adapath.methods.adapath import AdaPath, query_from_record
+    from adapath.methods.adapath import AdaPath
     from adapath.retrieval.bank_index import BankIndex
     from adapath.retrieval.dense import make_encoder
 
@@ -80,8 +81,8 @@ def main() -> None:
     results = []
     for lo in range(0, len(queries), args.batch):
         results += scripted.answer(queries[lo:lo + args.batch])
-    calls = sum(r["usage"]["calls"] for r in results) / len(results)
-    tokens = sum(r["usage"]["prompt_tokens"] for r in results) / len(results)
+    calls = sum(r.usage["calls"] for r in results) / len(results)
+    tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
 
     print(f"bench_answer: scale {args.scale}, {graph.num_nodes:,} nodes; bank of {args.train} training "
           f"questions; {len(queries)} test questions; encoder {encoder.name}")

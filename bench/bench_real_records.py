@@ -30,11 +30,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
+    from adapath.datasets.biostrat import query_from_record, records_query_set
     from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.synthetic import generate
     from adapath.eval.report import table2, table4, table11, table24, write_report
     from adapath.llm import make_backend
-    from adapath.methods.adapath import AdaPath, query_from_record
+    from adapath.methods.adapath import AdaPath
     from adapath.retrieval.bank_index import BankIndex
     from adapath.retrieval.dense import make_encoder
 
@@ -63,8 +64,8 @@ def main() -> None:
             results += pipeline.answer(queries[lo:lo + 16])
     answer_seconds = time.perf_counter() - clock
     with open(work / "answers.jsonl", "w") as handle:
-        handle.write("".join(json.dumps(r) + "\n" for r in results))
-    metrics = write_report(results, test, graph, work / "report")
+        handle.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
+    metrics = write_report(results, records_query_set(test), graph, work / "report")
     print(f"real BioStrat-QA records: {len(train)} in the bank, {len(test)} test x 3 levels; graph scale "
           f"{args.scale} ({graph.num_nodes:,} nodes); encoder {encoder.name}; LLM {args.llm}")
     print(f"bank {bank_seconds:.1f} s; answering {1000 * answer_seconds / len(results):.1f} ms/query; "

@@ -8,13 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.pathbank import BankConfig, PathBankBuilder
 from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
-from adapath.methods.adapath import AdaPath, AdaPathConfig, query_from_record
+from adapath.methods.adapath import AdaPath, AdaPathConfig
 from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.dense import HashingEncoder
 from tests.conftest import run_cli
@@ -95,6 +96,7 @@ def test_guided_paths_follow_surviving_metapaths(setup):
     root, graph, bank, encoder, test = setup
     results = AdaPath(graph, bank, encoder, None, graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test])
+    results = [r.to_json() for r in results]
     guided = 0
     for result in results:
         if result["fallback"]:
@@ -124,6 +126,7 @@ def test_scripted_llm_batches_and_no_gold(setup):
     config = AdaPathConfig()
     results = AdaPath(graph, bank, encoder, backend, config, graph_dir=root / "kg").answer(
         [query_from_record(r, "implicit") for r in test])
+    results = [r.to_json() for r in results]
     n = len(test)
     assert backend.batches[0] == n and backend.batches[-1] == n  # control, ..., answers
     assert all(b <= n for b in backend.batches) and len(backend.batches) <= 2 + config.max_depth
@@ -135,6 +138,7 @@ def test_scripted_llm_batches_and_no_gold(setup):
     stripped = [{k: v for k, v in r.items() if k not in GOLD_FIELDS} for r in test]
     again = AdaPath(graph, bank, encoder, ScriptedBackend(rules=rules), config, graph_dir=root / "kg").answer(
         [query_from_record(r, "implicit") for r in stripped])
+    again = [r.to_json() for r in again]
     strip_time = lambda rs: [{k: v for k, v in r.items() if k != "usage"} for r in rs]  # noqa: E731
     assert strip_time(again) == strip_time(results)
 
@@ -143,11 +147,13 @@ def test_ablations(setup):
     root, graph, bank, encoder, test = setup
     free = AdaPath(graph, bank, encoder, None, AdaPathConfig(use_metapath=False), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test[:4]])
+    free = [r.to_json() for r in free]
     assert all(r["fallback"] == "no-metapath" and not r["metapaths"] for r in free)
     plan = "drug -[target]- gene/protein\nnonsense line\ndisease -[indication]- drug"
     backend = ScriptedBackend(rules={"You plan relation paths": plan, "Reply with JSON": "{}"}, default="{x}")
     planned = AdaPath(graph, bank, encoder, backend, AdaPathConfig(llm_plan=True), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test[:4]])
+    planned = [r.to_json() for r in planned]
     for result, record in zip(planned, test[:4]):
         topic_type = graph.type_name(graph.index_of([int(next(iter(record["topic_entities"])))])[0])
         for m in result["metapaths"]:

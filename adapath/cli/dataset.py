@@ -32,6 +32,7 @@ def dataset_generate(
     seed: int = typer.Option(0, "--seed"),
     hops: str = typer.Option("1,2,3", "--hops", help="Hop counts to draw templates from."),
     first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
+    max_answers: int = typer.Option(50, "--max-answers", help="Draw again a walk with more valid answers than this."),
 ) -> None:
     """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
     from adapath.datasets.generate import QueryGenerator
@@ -40,8 +41,11 @@ def dataset_generate(
 
     if n < 1:
         raise InputError("--n must be at least 1")
+    if max_answers < 1:
+        raise InputError("--max-answers must be at least 1")
     graph = KnowledgeGraph.load(kg)
-    records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id)
+    records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id,
+                                                max_answers=max_answers)
     with atomic_file(out) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

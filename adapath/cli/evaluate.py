@@ -39,16 +39,15 @@ def eval_report(
         return
     if results is None or queries is None or out is None:
         raise InputError("adapath eval needs --results, --queries and --out (or: adapath eval compare A B)")
-    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
     from adapath.eval.report import load_results, table2, write_report
-
-    records = load_records(parse_spec(queries))
-    graph = KnowledgeGraph.load(kg) if kg else None
-    ablations = {name: load_results(path) for name, path in _parse_ablation(ablation).items()}
     from adapath.llm import make_backend
 
-    metrics = write_report(load_results(results), records, graph, out, ablations or None,
+    query_set = load_query_set(queries)
+    graph = KnowledgeGraph.load(kg) if kg else None
+    ablations = {name: load_results(path) for name, path in _parse_ablation(ablation).items()}
+    metrics = write_report(load_results(results), query_set, graph, out, ablations or None,
                            judge=make_backend(judge_llm))
     out_console.print(table2(metrics, "strict"), markup=False)
     say(f"wrote {out}: metrics.json, table2.md, table4.md, table11.md, plots")
@@ -64,17 +63,17 @@ def eval_compare(
     resamples: int = typer.Option(10_000, "--resamples"),
 ) -> None:
     """Paired bootstrap of A - B over the records both answered."""
-    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
     from adapath.eval.metrics import paired_bootstrap
     from adapath.eval.report import load_results, record_scores
 
     if metric not in ("em_strict", "em_lenient"):
         raise InputError(f"--metric {metric!r}: choose em_strict or em_lenient")
-    records = load_records(parse_spec(queries))
+    items = load_query_set(queries).by_id()
     graph = KnowledgeGraph.load(kg) if kg else None
-    score_a = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(a), records, graph)}
-    score_b = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(b), records, graph)}
+    score_a = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(a), items, graph)}
+    score_b = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(b), items, graph)}
     shared = sorted(set(score_a) & set(score_b))
     if not shared:
         raise InputError("the two result files share no (id, level)")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapath.datasets.biostrat import answer_names
+from adapath.datasets.specs import Gold, Item, QuerySet
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import reach
@@ -28,72 +28,80 @@ from adapath.eval.metrics import (
     mean_reciprocal_rank,
     metapath_ranks,
     micro_average,
+    multiple_choice_correct,
     recall_at_k,
     triplet_recall,
 )
+from adapath.methods.base import Result
 
 LEVEL_ORDER = ("explicit", "implicit", "bare")
 
 
-def load_results(path: str | Path) -> list[dict]:
-    from adapath.engine.loaders import iter_jsonl
+def load_results(path: str | Path) -> list[Result]:
+    from adapath.methods.run import load_results as load
 
-    out = []
-    for lineno, obj in iter_jsonl(path):
-        if "id" not in obj or "answer" not in obj:
-            raise InputError(f"{path}:{lineno}: a result needs at least 'id' and 'answer'")
-        out.append(obj)
-    return out
+    return load(path)
 
 
-def gold_metapath(record: dict) -> str:
-    """The record's main-chain meta-path from its path nodes' types and triplet relations."""
-    types = {int(m["id"]): m["type"] for m in record["node_metadata"]}
-    path = [int(v) for v in record["path_node_ids"]]
-    relations = [t[1] for t in record["triplets"]][: int(record["num_hops"])]
-    node_types = [types[v] for v in path[: len(relations) + 1]]
-    return str(MetaPath(tuple(node_types), tuple(relations)))
+def gold_answer_names(gold: Gold, graph: KnowledgeGraph | None) -> list[str]:
+    """The names a prediction may match: the record's, then the graph's for the ids the record
+    leaves unnamed. The same set with or without a graph, or an error where they would differ."""
+    names = list(gold.answer_names)
+    if gold.unnamed_ids:
+        if graph is None:
+            raise InputError("these questions have valid answers that only the graph names; "
+                             "pass --kg so every valid answer counts")
+        index = graph.index_of(list(gold.unnamed_ids), missing="ignore")
+        names += [graph.name(i) for i in index if i >= 0]
+    return list(dict.fromkeys(names))
 
 
-def record_scores(results: list[dict], records: list[dict], graph: KnowledgeGraph | None) -> list[dict]:
-    """Per (record, level) scores; results without a record are an error."""
-    by_id = {str(r["data_id"]): r for r in records}
+def record_scores(results: list[Result], items: dict[str, Item], graph: KnowledgeGraph | None) -> list[dict]:
+    """Per (question, level) scores; results without a question, or a question without gold,
+    are an error."""
     rows = []
     for result in results:
-        record = by_id.get(str(result["id"]))
-        if record is None:
-            raise InputError(f"result {result['id']!r} has no record in the queries")
-        answers = answer_names(record, graph)
-        row = {
-            "id": str(result["id"]), "level": result.get("level", "explicit"),
-            "hops": int(record["num_hops"]),
-            "em_strict": em_strict(result["answer"], answers),
-            "em_lenient": em_lenient(result["answer"], answers),
-        }
-        path = [int(v) for v in record["path_node_ids"]][: row["hops"] + 1]
-        explored = {int(d): v for d, v in (result.get("explored") or {}).items()}
-        row["hits"] = hit_rate(explored, path)
-        if graph is not None:
-            retrieved = defaultdict(list)
-            for p in result.get("paths") or []:
-                for depth, triplet in enumerate(graph.named_triplets(p), start=1):
-                    if triplet is not None:
-                        retrieved[depth].append((triplet[0], triplet[2]))
-            gold = {d: (record["triplets"][d - 1][0], record["triplets"][d - 1][2])
-                    for d in range(1, row["hops"] + 1)}
-            row["recall"] = triplet_recall(gold, retrieved)
-        control = result.get("control") or {}
-        if control.get("answer_type") is not None or control.get("hops") is not None:
-            row["control_type"] = control.get("answer_type") == record["answer_entity"].get("type")
-            row["control_hops"] = control.get("hops") == int(record["num_hops"])
-        listed = [m["metapath"] for m in result.get("metapaths") or []]
-        gold_mp = gold_metapath(record)
-        row["metapath_rank"] = metapath_ranks(listed, gold_mp)
-        if graph is not None:
-            topic = graph.index_of([path[0]], missing="ignore")[0]
-            alternatives = [m for m in listed if m != gold_mp]
-            if topic >= 0 and alternatives:
-                row["traversable"] = [len(reach(graph, [topic], MetaPath.parse(m))) > 0 for m in alternatives]
+        item = items.get(result.id)
+        if item is None:
+            raise InputError(f"result {result.id!r} has no question in the queries")
+        gold = item.gold
+        if gold is None:
+            raise InputError(f"question {result.id!r} has no gold answer; evaluation needs records with answers")
+        row = {"id": result.id, "level": result.level, "hops": gold.hops, "group": gold.group,
+               "method": result.method, "answer_source": result.answer_source}
+        if gold.correct_option is not None:
+            correct = multiple_choice_correct(result.answer, item.options, gold.correct_option)
+            row["em_strict"] = row["em_lenient"] = correct
+        else:
+            answers = gold_answer_names(gold, graph)
+            row["em_strict"] = em_strict(result.answer, answers)
+            row["em_lenient"] = em_lenient(result.answer, answers)
+        row["usage"] = result.usage
+        if gold.path_node_ids and gold.hops:
+            path = list(gold.path_node_ids[: gold.hops + 1])
+            explored = {int(d): v for d, v in result.explored.items()}
+            row["hits"] = hit_rate(explored, path)
+            if graph is not None and gold.triplets:
+                retrieved = defaultdict(list)
+                for p in result.paths:
+                    for depth, triplet in enumerate(graph.named_triplets(p), start=1):
+                        if triplet is not None:
+                            retrieved[depth].append((triplet[0], triplet[2]))
+                reference = {d: (gold.triplets[d - 1][0], gold.triplets[d - 1][2])
+                             for d in range(1, gold.hops + 1)}
+                row["recall"] = triplet_recall(reference, retrieved)
+        control = result.control
+        if gold.answer_type and (control.get("answer_type") is not None or control.get("hops") is not None):
+            row["control_type"] = control.get("answer_type") == gold.answer_type
+            row["control_hops"] = control.get("hops") == gold.hops
+        if gold.metapath:
+            listed = [m["metapath"] for m in result.metapaths]
+            row["metapath_rank"] = metapath_ranks(listed, gold.metapath)
+            if graph is not None and gold.path_node_ids:
+                topic = graph.index_of([gold.path_node_ids[0]], missing="ignore")[0]
+                alternatives = [m for m in listed if m != gold.metapath]
+                if topic >= 0 and alternatives:
+                    row["traversable"] = [len(reach(graph, [topic], MetaPath.parse(m))) > 0 for m in alternatives]
         rows.append(row)
     return rows
 
@@ -104,8 +112,9 @@ def _pct(values) -> float:
 
 
 def summarize(rows: list[dict]) -> dict:
-    levels = [lv for lv in LEVEL_ORDER if any(r["level"] == lv for r in rows)]
-    hops = sorted({r["hops"] for r in rows})
+    present = list(dict.fromkeys(r["level"] for r in rows))
+    levels = [lv for lv in LEVEL_ORDER if lv in present] + [lv for lv in present if lv not in LEVEL_ORDER]
+    hops = sorted({r["hops"] for r in rows if r["hops"] is not None})
     metrics = {"records": len(rows), "em_strict": _pct(r["em_strict"] for r in rows),
                "em_lenient": _pct(r["em_lenient"] for r in rows), "cells": {}}
     for level in levels:
@@ -122,12 +131,12 @@ def summarize(rows: list[dict]) -> dict:
         hop_cells = [cell[f"hop{h}_lenient"] for h in hops if f"hop{h}_lenient" in cell]
         cell["avg_lenient"] = round(float(np.mean(hop_cells)), 2) if hop_cells else 0.0
         metrics["cells"][level] = cell
-    overall, by_depth = micro_average(r["hits"] for r in rows)
+    overall, by_depth = micro_average(r["hits"] for r in rows if "hits" in r)
     metrics["hit_rate"] = round(100 * overall, 2)
     metrics["hit_rate_by_depth"] = {str(d): round(100 * v, 2) for d, v in by_depth.items()}
     metrics["hit_rate_by_level_depth"] = {
         level: {str(d): round(100 * v, 2) for d, v in
-                micro_average(r["hits"] for r in rows if r["level"] == level)[1].items()}
+                micro_average(r["hits"] for r in rows if r["level"] == level and "hits" in r)[1].items()}
         for level in levels}
     if any("recall" in r for r in rows):
         overall, by_depth = micro_average(r["recall"] for r in rows if "recall" in r)
@@ -143,7 +152,7 @@ def summarize(rows: list[dict]) -> dict:
         level: {"answer_type": _pct(r["control_type"] for r in rows if r["level"] == level and "control_type" in r),
                 "hops": _pct(r["control_hops"] for r in rows if r["level"] == level and "control_hops" in r)}
         for level in levels if any("control_type" in r for r in rows if r["level"] == level)}
-    ranks = [r["metapath_rank"] for r in rows]
+    ranks = [r["metapath_rank"] for r in rows if "metapath_rank" in r]
     for k in (1, 3, 5):
         metrics[f"metapath_r{k}"] = round(100 * recall_at_k(ranks, k), 2)
     metrics["metapath_mrr"] = round(mean_reciprocal_rank(ranks), 4)
@@ -232,38 +241,38 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def judge_items(results: list[dict], records: list[dict], graph: KnowledgeGraph) -> list[tuple]:
+def judge_items(results: list[Result], items: dict[str, Item], graph: KnowledgeGraph) -> list[tuple]:
     """(question at the result's level, named triplets of its paths) per result."""
-    by_id = {str(r["data_id"]): r for r in records}
-    items = []
+    out = []
     for result in results:
-        record = by_id[str(result["id"])]
+        item = items[result.id]
         triplets = []
-        for path in result.get("paths") or []:
+        for path in result.paths:
             for triplet in graph.named_triplets(path):
                 if triplet is not None and triplet not in triplets:
                     triplets.append(triplet)
-        items.append((record[f"{result.get('level', 'explicit')}_query"], triplets))
-    return items
+        out.append((item.texts.get(result.level) or next(iter(item.texts.values())), triplets))
+    return out
 
 
-def write_report(results: list[dict], records: list[dict], graph: KnowledgeGraph | None, out: str | Path,
-                 ablations: dict[str, list[dict]] | None = None, judge=None) -> dict:
+def write_report(results: list[Result], query_set: QuerySet, graph: KnowledgeGraph | None, out: str | Path,
+                 ablations: dict[str, list[Result]] | None = None, judge=None) -> dict:
     from adapath.fsutil import atomic_dir
 
-    rows = record_scores(results, records, graph)
+    items = query_set.by_id()
+    rows = record_scores(results, items, graph)
     metrics = summarize(rows)
     if judge is not None:
         if graph is None:
             raise InputError("the relevance judge needs --kg (triplet names)")
         from adapath.eval.judge import context_relevance
 
-        judged = context_relevance(judge, judge_items(results, records, graph))
+        judged = context_relevance(judge, judge_items(results, items, graph))
         metrics["context_relevance"] = judged["context_relevance"]
         metrics["judge_unparsed"] = judged["unparsed"]
     ablation_metrics = None
     if ablations:
-        ablation_metrics = {name: summarize(record_scores(res, records, graph)) for name, res in ablations.items()}
+        ablation_metrics = {name: summarize(record_scores(res, items, graph)) for name, res in ablations.items()}
         metrics["ablations"] = {n: {"em_strict": m["em_strict"], "em_lenient": m["em_lenient"]}
                                 for n, m in ablation_metrics.items()}
     with atomic_dir(out, overwrite=True) as tmp:

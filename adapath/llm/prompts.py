@@ -38,15 +38,23 @@ def sub_query(question: str, depth: int, hops: int, relation: str | None, node_t
     return f"{question} (hop {depth} of {hops}: follow '{relation}' to a {node_type})"
 
 
-def answer(question: str, triplets: list[tuple[str, str, str]]) -> str:
+def answer(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
     lines = ["Answer the biomedical question using the knowledge-graph paths below.",
              f"Question: {question}", "Paths:"]
     for i, (head, relation, tail) in enumerate(triplets, start=1):
         lines.append(f"{i}. ({head}, {relation}, {tail})")
     if not triplets:
         lines.append("(none found)")
-    lines.append("Give the single best answer entity's name wrapped in braces, for example {aspirin}.")
+    lines += answer_format(options)
     return "\n".join(lines)
+
+
+def answer_format(options: tuple[str, ...] = ()) -> list[str]:
+    """The closing lines of every answer prompt: free text in braces, or an option letter."""
+    if options:
+        return ["Options:", *(f"{letter}. {text}" for letter, text in zip("ABCDEFGH", options)),
+                "Reply with the letter of the best option in braces, for example {B}."]
+    return ["Give the single best answer entity's name wrapped in braces, for example {aspirin}."]
 
 
 def plan(question: str, topic_type: str, relations: list[str], types: list[str], max_hop: int) -> str:
