@@ -183,3 +183,22 @@ def test_answer_cli_resumes_and_keeps_results_on_llm_failure(setup, tmp_path, ca
                             f"biostrat:{root / 'test.jsonl'}", "--encoder", "hashing", "--out",
                             tmp_path / "llm.jsonl", "--llm", "openai:http://127.0.0.1:9#m"], capsys)
     assert code == 2 and "LLM backend failed" in err and len(err.strip().splitlines()) == 1
+
+
+def test_answer_cli_refuses_a_foreign_bank_and_mixed_settings(setup, tmp_path, capsys):
+    root, *_ = setup
+    other = tmp_path / "other-kg"
+    generate(scale=0.02, seed=22).save(other)
+    args = ["answer", "--bank", root / "bank", "--queries", f"biostrat:{root / 'test.jsonl'}",
+            "--encoder", "hashing", "--limit", "2"]
+    code, _, err = run_cli(args + ["--kg", other, "--out", tmp_path / "x.jsonl"], capsys)
+    assert code == 2 and "built on another graph" in err and not (tmp_path / "x.jsonl").exists()
+    out = tmp_path / "a.jsonl"
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--no-metapath"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--limit", "4"], capsys)
+    assert code == 2 and "made with params=" in err and "--force" in err
+    assert len(out.read_text().splitlines()) == 2  # nothing was mixed in
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--limit", "4", "--force"], capsys)
+    assert code == 0, err
+    assert all(not json.loads(x)["fallback"] == "no-metapath" for x in out.read_text().splitlines())
