@@ -109,3 +109,15 @@ def bank_info_cmd(
     out_console.print("stage seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
 
 
+@bank_app.command("view")
+def bank_view_cmd(
+    bank: Path = typer.Argument(..., help="Bank directory."),
+    out: Path = typer.Option(..., "--out", help="HTML file to write (self-contained, opens offline)."),
+    kg: Path | None = typer.Option(None, "--kg", help="Graph directory, for node names (else ids)."),
+    sample: int = typer.Option(40, "--sample", help="Training queries whose paths are drawn."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+) -> None:
+    """One HTML page: meta-paths by hop and topic type, and a sample of registered paths."""
+    from adapath.cli.view import bank_view
+
+    bank_view(bank, out, kg, sample, seed)
