@@ -191,6 +191,44 @@ def test_explored_entities_are_capped_with_their_total(world, monkeypatch):
     assert two and all(len(r["explored"][0][1]) == 1 for r in two)
 
 
+def test_other_methods_and_sparse_records_show_what_they_have(world):
+    """A baseline's line with only the shared fields, odd extras, and a record with no
+    valid-answer list: the page keeps what is there and its JSON stays browser-readable."""
+    from adapath.view import question_page_data, render_page
+
+    sparse = {k: v for k, v in RECORDS[1].items() if k not in ("valid_answer_ids", "template_id")}
+    line = {"id": "2", "answer": "migraine", "raw": "thinking...", "paths": [], "explored": {},
+            "usage": {"calls": 3, "seconds": float("nan")}, "metapaths": ["drug -[target]- gene/protein"],
+            "votes": [float("inf"), 2]}
+    data = question_page_data({"cot": [line]}, [sparse], KnowledgeGraph.load(world["kg"]))
+    result = data["results"]["cot"][0]
+    assert result["correct"] is True  # against the answer entity's own name only
+    assert data["questions"][0]["validCount"] == 1 and data["questions"][0]["template"] is None
+    assert result["metapaths"] == [["drug -[target]- gene/protein", None]]
+    assert result["usage"] == {"calls": 3, "seconds": None}
+    assert result["extra"] == {"votes": [None, 2]}
+    assert data["rows"] == [[0, "explicit", {"cot": 0}]]
+    payload = re.search(r'id="view-data">(.*?)</script>', render_page(data, "t"), re.S).group(1)
+
+    def strict(constant):  # what JSON.parse in a browser refuses
+        raise AssertionError(f"{constant} in the page's JSON")
+
+    json.loads(payload, parse_constant=strict)
+
+
+def test_bad_explored_and_empty_files_are_input_errors(world, tmp_path, capsys):
+    out = tmp_path / "page.html"
+    base = ["view", "--queries", f"biostrat:{world['queries']}", "--kg", world["kg"], "--out", out]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "1", "answer": "x", "explored": {"one": [ext(0)]}}])
+    code, _, err = run_cli(base + ["--results", bad], capsys)
+    assert code == 2 and "integer depths" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, _, err = run_cli(base + ["--results", empty], capsys)
+    assert code == 2 and "no result lines" in err
+    assert not out.exists()
+
+
 class _PageParser(HTMLParser):
     def __init__(self):
         super().__init__()

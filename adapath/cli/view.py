@@ -38,7 +38,11 @@ def view_cmd(
     from adapath.eval.report import load_results
     from adapath.view import load_query_records, write_question_page
 
-    runs = {name: load_results(path) for name, path in parse_results_options(results).items()}
+    runs = {}
+    for name, path in parse_results_options(results).items():
+        runs[name] = load_results(path)
+        if not runs[name]:
+            raise InputError(f"{path}: no result lines")
     records = load_query_records(queries)
     graph = KnowledgeGraph.load(kg)
     data = write_question_page(runs, records, graph, out, title=title)

@@ -8,6 +8,7 @@ page looks names up in one ``nodes`` table (id -> [name, type index]).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -81,6 +82,17 @@ def _clip(text, cap: int = TEXT_CAP) -> str:
     return text if len(text) <= cap else text[:cap] + f"… [{len(text) - cap:,} more characters]"
 
 
+def _finite(value):
+    """A result's own JSON with NaN and infinities as null (the browser's JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _chain(path, where: str) -> dict:
     """``[[head, relation, tail], ...]`` -> ``{"n": node ids, "r": relations}`` along the walk.
 
@@ -146,7 +158,9 @@ def _question(record: dict, table: NodeTable, graph) -> dict:
     gold, triplets = _gold(record)
     if gold:
         table.add(gold["n"])
-    valid = answer_names(record, graph) if answer and "name" in answer else []
+    valid = []
+    if answer and "name" in answer:
+        valid = answer_names(record, graph) if "valid_answer_ids" in record else [str(answer["name"])]
     gold_metapath = None
     if gold and record.get("node_metadata"):
         from adapath.eval.report import gold_metapath as metapath_of
@@ -169,6 +183,7 @@ def _question(record: dict, table: NodeTable, graph) -> dict:
         "goldMetapath": gold_metapath,
         "triplets": triplets,
         "_answers": valid,
+        "_scored": {},
     }
 
 
@@ -176,7 +191,13 @@ def _result(result: dict, question: dict | None, table: NodeTable, where: str) -
     from adapath.eval.metrics import em_strict
 
     answer = "" if result.get("answer") is None else str(result["answer"])
-    correct = em_strict(answer, question["_answers"]) if question and question["_answers"] else None
+    correct = None
+    if question and question["_answers"]:
+        # Methods and levels often give the same answer: score each answer text once.
+        memo = question["_scored"]
+        if answer not in memo:
+            memo[answer] = em_strict(answer, question["_answers"])
+        correct = memo[answer]
     paths = result.get("paths") or []
     if not isinstance(paths, list):
         raise InputError(f"{where}: 'paths' must be a list of paths")
@@ -187,9 +208,12 @@ def _result(result: dict, question: dict | None, table: NodeTable, where: str) -
     raw_explored = result.get("explored") or {}
     if not isinstance(raw_explored, dict):
         raise InputError(f"{where}: 'explored' must map depth -> node ids")
-    for depth, ids in sorted(raw_explored.items(), key=lambda kv: int(kv[0])):
-        ids = list(ids or [])
-        explored.append([int(depth), table.add(ids[:EXPLORED_CAP]), len(ids)])
+    try:
+        depths = sorted((int(depth), list(ids or [])) for depth, ids in raw_explored.items())
+        for depth, ids in depths:
+            explored.append([depth, table.add(ids[:EXPLORED_CAP]), len(ids)])
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: 'explored' must map integer depths to lists of node ids") from None
     out = {
         "answer": answer,
         "correct": correct,
@@ -197,18 +221,18 @@ def _result(result: dict, question: dict | None, table: NodeTable, where: str) -
         "paths": chains,
         "pathCount": len(paths),
         "explored": explored,
-        "metapaths": [[str(m.get("metapath", "")), m.get("score")]
-                      for m in result.get("metapaths") or [] if isinstance(m, dict)],
-        "usage": result.get("usage") or {},
+        "metapaths": [[str(m.get("metapath", "")), _finite(m.get("score"))] if isinstance(m, dict)
+                      else [str(m), None] for m in result.get("metapaths") or []],
+        "usage": _finite(result.get("usage") or {}),
     }
     for key in ("retrieved", "control", "fallback"):
         if result.get(key) not in (None, "", [], {}):
-            out[key] = result[key]
+            out[key] = _finite(result[key])
     if result.get("prioritized"):
         out["prioritized"] = table.add(result["prioritized"])
     extra = {k: v for k, v in result.items() if k not in DRAWN_FIELDS and k not in ("id", "level")}
     if extra:
-        out["extra"] = {k: v if len(json.dumps(v, default=str)) <= TEXT_CAP
+        out["extra"] = {k: _finite(v) if len(json.dumps(v, default=str)) <= TEXT_CAP
                         else _clip(json.dumps(v, default=str)) for k, v in extra.items()}
     return out
 
@@ -243,7 +267,7 @@ def question_page_data(runs: dict[str, list[dict]], records: list[dict], graph=N
             slot[method] = len(results[method])  # a repeated (id, level): the last line wins
             results[method].append(_result(line, questions[q], table, where))
     for question in questions:
-        del question["_answers"]
+        del question["_answers"], question["_scored"]
     level_rank = {"explicit": 0, "implicit": 1, "bare": 2}
     order = sorted(rows, key=lambda k: (k[0], level_rank.get(k[1], 3), k[1]))
     return {

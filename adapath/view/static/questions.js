@@ -52,8 +52,11 @@
       if (r.correct === true) correct++;
     }
     const pct = scored ? ` (${(100 * correct / scored).toFixed(1)}%)` : "";
+    const mean = (k) => D.results[m].reduce((s, r) => s + (Number((r.usage || {})[k]) || 0), 0) / Math.max(1, answered);
+    const cost = mean("calls") || mean("prompt_tokens")
+      ? ` · ${mean("calls").toFixed(1)} calls, ${Math.round(mean("prompt_tokens") + mean("completion_tokens"))} tokens per answer` : "";
     summary.append(el("span", { cls: "stat", "data-method": m }, el("b", {}, m), ` ${correct} / ${scored} correct${pct}`,
-                      answered > scored ? ` · ${answered - scored} unscored` : ""));
+                      answered > scored ? ` · ${answered - scored} unscored` : "", cost));
   }
   summary.append(el("span", { cls: "stat muted" }, `${D.questions.length.toLocaleString("en")} questions`));
 
@@ -205,38 +208,69 @@
     return table;
   }
 
-  function methodColumn(m, row) {
-    const r = result(row, m);
-    const q = row.q;
-    if (r === null) return el("div", { cls: "card method", "data-method": m }, el("h3", { cls: "mhead" }, m),
-                               el("p", { cls: "muted" }, "No result for this question at this level."));
-    const col = el("div", { cls: "card method", "data-method": m },
-      el("div", { cls: "mhead" }, el("h3", {}, m), badge(r)),
-      el("div", { cls: "answer" }, el("span", { cls: "label" }, "answer"), el("span", { cls: "answertext" }, r.answer || "(empty)")),
-      usageLine(r));
+  // A method's result in four parts, so that a comparison can line them up row by row.
+  function headPart(m, r, q) {
+    if (r === null) return [el("h3", { cls: "mhead" }, m), el("p", { cls: "muted" }, "No result for this question at this level.")];
     const facts = [];
     if (r.control) facts.push(el("span", { cls: "kv" }, "control: ", Object.entries(r.control).map(([k, v]) => `${k} ${v}`).join(", ")));
     if (r.fallback) facts.push(el("span", { cls: "kv warn" }, `fallback: ${r.fallback}`));
-    if (facts.length) col.append(el("div", { cls: "usage" }, facts));
-    col.append(V.section(`Meta-paths (${r.metapaths.length})`, metapathTable(r, q)));
-    col.append(V.section(`Paths (${r.pathCount})`,
-      V.pathFigure(r.paths, { gold: q.gold, answerName: r.answer, total: r.pathCount })));
-    col.append(V.section("Explored entities per depth", exploredBlock(r, q)));
-    if (r.prioritized) col.append(V.section(`Prioritized entities (${r.prioritized.length})`,
+    return [
+      el("div", { cls: "mhead" }, el("h3", {}, m), badge(r)),
+      el("div", { cls: "answer" }, el("span", { cls: "label" }, "answer"), el("span", { cls: "answertext" }, r.answer || "(empty)")),
+      usageLine(r), facts.length ? el("div", { cls: "usage" }, facts) : null,
+      V.section(`Meta-paths (${r.metapaths.length})`, metapathTable(r, q)),
+    ];
+  }
+
+  const pathsPart = (r, q) => V.pathFigure(r.paths, { gold: q.gold, answerName: r.answer, total: r.pathCount });
+
+  function morePart(r) {
+    const out = [];
+    if (r.prioritized) out.push(V.section(`Prioritized entities (${r.prioritized.length})`,
       el("div", { cls: "chips" }, r.prioritized.map((id) => V.chip(id)))));
     if (r.retrieved) {
       const body = Array.isArray(r.retrieved) && r.retrieved.every((x) => x && typeof x === "object")
         ? el("table", { cls: "mptable" }, el("tr", {}, ...Object.keys(r.retrieved[0] || {}).map((k) => el("th", {}, k))),
              r.retrieved.map((x) => el("tr", {}, Object.values(x).map((v) => el("td", {}, V.fmt(v))))))
         : el("pre", {}, JSON.stringify(r.retrieved, null, 1));
-      col.append(V.details(`Retrieved training queries (${Array.isArray(r.retrieved) ? r.retrieved.length : 1})`, body));
+      out.push(V.details(`Retrieved training queries (${Array.isArray(r.retrieved) ? r.retrieved.length : 1})`, body));
     }
-    if (r.raw) col.append(V.details("Raw LLM output", el("pre", {}, r.raw)));
+    if (r.raw) out.push(V.details("Raw LLM output", el("pre", {}, r.raw)));
     if (r.extra) {
-      col.append(V.details(`Other fields (${Object.keys(r.extra).length})`, el("dl", { cls: "facts" },
+      out.push(V.details(`Other fields (${Object.keys(r.extra).length})`, el("dl", { cls: "facts" },
         Object.entries(r.extra).map(([k, v]) => [el("dt", {}, k), el("dd", {}, el("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 1)))]))));
     }
-    return col;
+    return out;
+  }
+
+  function oneMethod(m, row) {
+    const r = result(row, m);
+    const card = el("div", { cls: "card method", "data-method": m }, headPart(m, r, row.q));
+    if (r !== null) card.append(V.section(`Paths (${r.pathCount})`, pathsPart(r, row.q)),
+                                V.section("Explored entities per depth", exploredBlock(r, row.q)), morePart(r));
+    return el("div", { cls: "methods n1", id: "methods" }, card);
+  }
+
+  /* Two methods: heads and meta-paths side by side; the two drawings in one full-width row
+   * (beside each other when both fit, else one above the other); then explored entities
+   * and the rest side by side again. */
+  function twoMethods(ms, row) {
+    const rs = ms.map((m) => result(row, m));
+    const grid = el("div", { cls: "methods n2", id: "methods" });
+    ms.forEach((m, i) => grid.append(el("div", { cls: "card method", "data-method": m }, headPart(m, rs[i], row.q))));
+    const figures = el("div", { cls: "figrow" });
+    ms.forEach((m, i) => {
+      if (rs[i] === null) return;
+      const fig = pathsPart(rs[i], row.q);
+      const svgEl = fig.querySelector("svg");
+      const cell = el("div", { cls: "mfig", "data-method": m }, el("h3", {}, `${m} · ${rs[i].pathCount} paths`), fig);
+      cell.style.flexBasis = svgEl ? svgEl.style.minWidth : "300px";
+      figures.append(cell);
+    });
+    grid.append(el("div", { cls: "card span2" }, figures));
+    ms.forEach((m, i) => grid.append(el("div", { cls: "card mcell", "data-method": m }, rs[i] === null ? null
+      : [V.section("Explored entities per depth", exploredBlock(rs[i], row.q)), morePart(rs[i])])));
+    return grid;
   }
 
   function renderDetail(row) {
@@ -246,9 +280,7 @@
       detail.replaceChildren(el("p", { cls: "empty" }, "No answers match these filters."));
       return;
     }
-    const cols = state.vs ? [state.m, state.vs] : [state.m];
-    detail.replaceChildren(questionBlock(row),
-      el("div", { cls: `methods n${cols.length}`, id: "methods" }, cols.map((m) => methodColumn(m, row))));
+    detail.replaceChildren(questionBlock(row), state.vs ? twoMethods([state.m, state.vs], row) : oneMethod(state.m, row));
     detail.scrollTop = 0;
   }
 
