@@ -54,10 +54,10 @@ class Browser:
         self.events: list[dict] = []
         self._next_id = 0
         self.profile = Path(tempfile.mkdtemp(prefix="adapath-chromium-"))
-        args = [executable, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox
-        args.append("about:blank")
+        # --no-sandbox: Chromium refuses its sandbox to root, and containers often lack the
+        # user namespaces it needs; the browser only opens pages we wrote, from local files.
+        args = [executable, *FLAGS, "--no-sandbox", f"--user-data-dir={self.profile}",
+                f"--window-size={width},{height}", "about:blank"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             port, path = self._devtools_address()
