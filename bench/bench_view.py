@@ -25,9 +25,9 @@ import numpy as np
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
-    """Two methods' result lines: the gold path among random walks of the same length."""
-    from adapath.datasets.biostrat import LEVELS
-    from adapath.eval.report import gold_metapath
+    """Two methods' results: the gold path among random walks of the same length."""
+    from adapath.datasets.biostrat import LEVELS, gold_metapath
+    from adapath.methods.base import Result
 
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}
@@ -57,12 +57,12 @@ def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
                     explored[d] = sorted(explored[d] | {gold[int(d)]})
                 right = rng.random() < skill
                 answer = record["answer_entity"]["name"] if right else graph.name(int(rng.integers(graph.num_nodes)))
-                runs[method].append({
+                runs[method].append(Result.from_json({
                     "id": str(record["data_id"]), "level": level, "answer": answer, "raw": "",
                     "paths": paths, "explored": explored,
                     "metapaths": [{"metapath": gold_metapath(record), "score": 1.0}],
                     "usage": {"calls": 2, "prompt_tokens": 900, "completion_tokens": 12, "seconds": 0.8},
-                })
+                }))
     return runs
 
 
@@ -84,6 +84,7 @@ TIMING_JS = """(() => {
 
 
 def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
+    from adapath.datasets.biostrat import records_query_set
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.synthetic import generate
     from adapath.view import write_question_page
@@ -99,10 +100,10 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, Browser(width=1400, height=900) as browser:
         for n in sizes:
             ids = {str(r["data_id"]) for r in records[:n]}
-            subset = {m: [x for x in lines if x["id"] in ids] for m, lines in runs.items()}
+            subset = {m: [x for x in lines if x.id in ids] for m, lines in runs.items()}
             out = Path(tmp) / f"view-{n}.html"
             start = time.perf_counter()
-            write_question_page(subset, records[:n], graph, out)
+            write_question_page(subset, records_query_set(records[:n]).items, graph, out)
             write_s = time.perf_counter() - start
             samples = []
             for _ in range(rounds):

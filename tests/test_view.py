@@ -21,7 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapath.datasets.biostrat import records_query_set
 from adapath.engine.graph import KnowledgeGraph
+from adapath.methods.base import Result
 from tests.conftest import run_cli
 
 WIDTH, HEIGHT = 1280, 800
@@ -115,6 +117,14 @@ CORRECT = {
 }
 
 
+def as_results(lines) -> list[Result]:
+    return [Result.from_json(dict(line)) for line in lines]
+
+
+def as_items(records=RECORDS) -> list:
+    return records_query_set(records).items
+
+
 def write_jsonl(path: Path, rows) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -134,6 +144,7 @@ def world(tmp_path_factory) -> dict:
         "root": root, "kg": root / "kg",
         "queries": write_jsonl(root / "queries.jsonl", RECORDS),
         "alpha": write_jsonl(root / "alpha.jsonl", ALPHA),
+        "settings": (root / "alpha.jsonl.settings.json").write_text(json.dumps({"method": "alpha", "llm": "none"})),
         "beta": write_jsonl(root / "beta.jsonl", BETA),
     }
 
@@ -179,6 +190,7 @@ def test_page_data_against_the_hand_built_world(world, tmp_path, capsys):
     assert gold == {"n": [ext(0), ext(6), ext(7)], "r": ["target", "associated with"]}
     assert data["questions"][1]["goldMetapath"] == "drug -[target]- gene/protein -[associated with]- disease"
     assert sorted(data["questions"][0]["valid"]) == ["Aspirin", "Ibuprofen"]
+    assert data["settings"] == {"alpha": {"method": "alpha", "llm": "none"}}  # beta has no settings file
 
 
 def test_explored_entities_are_capped_with_their_total(world, monkeypatch):
@@ -186,28 +198,36 @@ def test_explored_entities_are_capped_with_their_total(world, monkeypatch):
 
     monkeypatch.setattr(extract, "EXPLORED_CAP", 1)
     graph = KnowledgeGraph.load(world["kg"])
-    data = extract.question_page_data({"alpha": ALPHA}, RECORDS, graph)
+    data = extract.question_page_data({"alpha": as_results(ALPHA)}, as_items(), graph)
     two = [r for r in data["results"]["alpha"] if r["explored"] and r["explored"][0][2] == 2]
     assert two and all(len(r["explored"][0][1]) == 1 for r in two)
 
 
-def test_other_methods_and_sparse_records_show_what_they_have(world):
-    """A baseline's line with only the shared fields, odd extras, and a record with no
-    valid-answer list: the page keeps what is there and its JSON stays browser-readable."""
+def test_other_methods_and_other_question_kinds_show_what_they_have(world):
+    """A baseline's line with only the shared fields and odd extras, a question without gold
+    (``questions:``) and a multiple-choice one: the page keeps what is there, marks what can
+    be marked, and its JSON stays browser-readable."""
+    from adapath.datasets.specs import Gold, Item
     from adapath.view import question_page_data, render_page
 
-    sparse = {k: v for k, v in RECORDS[1].items() if k not in ("valid_answer_ids", "template_id")}
-    line = {"id": "2", "answer": "migraine", "raw": "thinking...", "paths": [], "explored": {},
-            "usage": {"calls": 3, "seconds": float("nan")}, "metapaths": ["drug -[target]- gene/protein"],
-            "votes": [float("inf"), 2]}
-    data = question_page_data({"cot": [line]}, [sparse], KnowledgeGraph.load(world["kg"]))
-    result = data["results"]["cot"][0]
-    assert result["correct"] is True  # against the answer entity's own name only
-    assert data["questions"][0]["validCount"] == 1 and data["questions"][0]["template"] is None
-    assert result["metapaths"] == [["drug -[target]- gene/protein", None]]
-    assert result["usage"] == {"calls": 3, "seconds": None}
-    assert result["extra"] == {"votes": [None, 2]}
-    assert data["rows"] == [[0, "explicit", {"cot": 0}]]
+    bare = Item("q-free", {"question": "Which disease is linked to PTGS2?"}, (ext(6),))
+    choice = Item("q-mc", {"question": "Which one treats headache?"}, (ext(3),),
+                  options=("Fever", "Aspirin", "PTGS2", "Migraine"), gold=Gold(correct_option=1))
+    lines = [
+        {"id": "q-free", "level": "question", "answer": "Migraine", "paths": [], "explored": {},
+         "usage": {"calls": 3, "seconds": float("nan")}, "metapaths": ["drug -[target]- gene/protein"],
+         "votes": [float("inf"), 2]},
+        {"id": "q-mc", "level": "question", "answer": "(B)", "paths": [[step(3, "indication", 0)]]},
+        {"id": "q-mc", "level": "other", "answer": "C"},
+    ]
+    data = question_page_data({"cot": as_results(lines)}, [bare, choice], KnowledgeGraph.load(world["kg"]))
+    free, mc_right, mc_wrong = data["results"]["cot"]
+    assert free["correct"] is None and mc_right["correct"] is True and mc_wrong["correct"] is False
+    assert free["metapaths"] == [["drug -[target]- gene/protein", None]]
+    assert free["usage"] == {"calls": 3, "seconds": None}
+    assert free["extra"] == {"votes": [None, 2]}
+    assert data["questions"][0]["texts"] == {"question": "Which disease is linked to PTGS2?"}
+    assert data["questions"][0]["answer"] is None and data["questions"][1]["correctOption"] == 1
     payload = re.search(r'id="view-data">(.*?)</script>', render_page(data, "t"), re.S).group(1)
 
     def strict(constant):  # what JSON.parse in a browser refuses
@@ -258,7 +278,7 @@ def test_page_is_self_contained(world, tmp_path):
 
     out = tmp_path / "page.html"
     graph = KnowledgeGraph.load(world["kg"])
-    data = write_question_page({"alpha": ALPHA}, RECORDS, graph, out)
+    data = write_question_page({"alpha": as_results(ALPHA)}, as_items(), graph, out)
     text = out.read_text(encoding="utf-8")
     parser = _PageParser()
     parser.feed(text)
@@ -272,9 +292,9 @@ def test_page_is_self_contained(world, tmp_path):
     assert directives["script-src"] == sha256_source(parser.inline["script"][0])
     assert directives["style-src"] == sha256_source(parser.inline["style"][0])
     assert embedded_data(text) == json.loads(json.dumps(data))
-    umask = os.umask(0)
-    os.umask(umask)
-    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # readable like any document
+    from adapath.fsutil import current_umask
+
+    assert out.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # readable like any document
 
 
 def test_bad_inputs_are_one_line_errors_without_output(world, tmp_path, capsys):
@@ -284,7 +304,7 @@ def test_bad_inputs_are_one_line_errors_without_output(world, tmp_path, capsys):
     assert code == 2 and "two result files named 'a'" in err
     stray = write_jsonl(tmp_path / "stray.jsonl", [{"id": "99", "level": "explicit", "answer": "x"}])
     code, _, err = run_cli(base + ["--results", stray], capsys)
-    assert code == 2 and "'99' has no record" in err
+    assert code == 2 and "'99' has no question" in err
     bent = write_jsonl(tmp_path / "bent.jsonl", [{"id": "1", "answer": "x", "paths": [[[ext(3), "indication"]]]}])
     code, _, err = run_cli(base + ["--results", bent], capsys)
     assert code == 2 and "is not [head, relation, tail]" in err
@@ -399,7 +419,8 @@ def page(world, tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("page") / "view.html"
     graph = KnowledgeGraph.load(world["kg"])
-    write_question_page({"alpha": ALPHA, "beta": BETA}, RECORDS, graph, out, title="test page")
+    write_question_page({"alpha": as_results(ALPHA), "beta": as_results(BETA)}, as_items(), graph, out,
+                        title="test page")
     return out
 
 
@@ -543,7 +564,7 @@ def test_browser_real_biostrat_records(browser, dev_jsonl, tmp_path):
         results.append({"id": str(r["data_id"]), "level": "explicit", "answer": r["answer_entity"]["name"],
                         "paths": [steps], "explored": {}})
     out = tmp_path / "real.html"
-    write_question_page({"gold": results}, records, graph, out)
+    write_question_page({"gold": as_results(results)}, as_items(records), graph, out)
     browser.open(out.as_uri())
     assert browser.errors() == []
     for r in records[:: 8]:
@@ -575,7 +596,7 @@ def test_browser_three_thousand_questions(browser, world, tmp_path):
         line["answer"] = NAMES[int(rng.integers(0, 8))]
         results.append(line)
     out = tmp_path / "big.html"
-    write_question_page({"alpha": results}, records, graph, out)
+    write_question_page({"alpha": as_results(results)}, as_items(records), graph, out)
     browser.open(out.as_uri())
     assert int(browser.evaluate("document.getElementById('count').dataset.count")) == 3000
     # the list keeps only visible rows in the DOM

@@ -28,24 +28,32 @@ def parse_results_options(items: list[str]) -> dict[str, Path]:
 
 def view_cmd(
     results: list[str] = typer.Option(..., "--results", help="Result JSONL of a method: FILE or NAME=FILE (repeat to compare methods)."),
-    queries: str = typer.Option(..., "--queries", help="The questions with their gold: biostrat:PATH."),
+    queries: str = typer.Option(..., "--queries", help="The questions: biostrat:PATH, stark:PATH, medddx:PATH or questions:PATH."),
     kg: Path = typer.Option(..., "--kg", help="Graph directory (names and types of the nodes on the paths)."),
     out: Path = typer.Option(..., "--out", help="HTML file to write (self-contained, opens offline)."),
     title: str = typer.Option("adapath view", "--title", help="Page title."),
 ) -> None:
     """Write one HTML page: each question's answers, meta-paths, paths and explored entities."""
+    import json
+
     from adapath.engine.graph import KnowledgeGraph
     from adapath.eval.report import load_results
-    from adapath.view import load_query_records, write_question_page
+    from adapath.methods.run import settings_path
+    from adapath.view import load_questions, write_question_page
 
-    runs = {}
+    runs, settings = {}, {}
     for name, path in parse_results_options(results).items():
         runs[name] = load_results(path)
         if not runs[name]:
             raise InputError(f"{path}: no result lines")
-    records = load_query_records(queries)
+        sidecar = settings_path(path)
+        try:
+            settings[name] = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise InputError(f"{sidecar}: not valid JSON") from None
+    question_set = load_questions(queries)
     graph = KnowledgeGraph.load(kg)
-    data = write_question_page(runs, records, graph, out, title=title)
+    data = write_question_page(runs, question_set.items, graph, out, title=title, settings=settings)
     counts = ", ".join(f"{name} {len(lines)}" for name, lines in data["results"].items())
     say(f"wrote {out}: {len(data['questions'])} questions; results: {counts}")
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapath.view.extract import bank_page_data, load_query_records, question_page_data
+from adapath.view.extract import bank_page_data, load_questions, question_page_data
 from adapath.view.page import render_page, write_page
 
-__all__ = ["bank_page_data", "load_query_records", "question_page_data", "render_page",
+__all__ = ["bank_page_data", "load_questions", "question_page_data", "render_page",
            "write_bank_page", "write_page", "write_question_page"]
 
 
-def write_question_page(runs: dict[str, list[dict]], records: list[dict], graph, out: str | Path,
-                        title: str = "adapath view") -> dict:
-    """Write the question viewer for ``runs`` (method name -> result lines); returns its data."""
-    data = question_page_data(runs, records, graph)
+def write_question_page(runs: dict[str, list], items: list, graph, out: str | Path,
+                        title: str = "adapath view", settings: dict[str, dict] | None = None) -> dict:
+    """Write the question viewer for ``runs`` (method name -> ``Result`` list) over the
+    questions ``items``; returns the page's data."""
+    data = question_page_data(runs, items, graph, settings)
     write_page(data, out, title)
     return data
 

@@ -1,4 +1,4 @@
-"""What the HTML viewer shows, as JSON-ready dicts built from result files, records and banks.
+"""What the HTML viewer shows, as JSON-ready dicts built from result files, questions and banks.
 
 Only what a page draws is embedded: the questions, the results, and the names and types of
 the nodes those mention (never the whole graph). Node ids stay external ids throughout; the
@@ -19,24 +19,24 @@ import pyarrow.parquet as pq
 
 from adapath.errors import InputError
 
-# Fields of a result line the page draws in their own way; any other field is listed as is.
-DRAWN_FIELDS = ("answer", "raw", "paths", "explored", "metapaths", "retrieved", "control",
-                "fallback", "usage", "prioritized")
+# Result fields the page draws in their own way; any other field is listed as it is.
+DRAWN_FIELDS = ("id", "level", "method", "answer", "raw", "answer_source", "paths", "explored",
+                "metapaths", "control", "fallback", "usage", "retrieved", "prioritized")
 EXPLORED_CAP = 200     # entities embedded per depth (the page shows the total beside them)
 PATHS_CAP = 60         # paths embedded per result
 TEXT_CAP = 4000        # characters of raw LLM output and of any other field's JSON
 VALID_NAMES_CAP = 30   # valid-answer names embedded per question
 
 
-def load_query_records(spec: str) -> list[dict]:
-    """The records a query spec names; the one place the viewer reads a spec."""
-    from adapath.datasets.biostrat import load_records, parse_spec
+def load_questions(spec: str):
+    """The question set a query spec names (any kind the spec table knows)."""
+    from adapath.datasets.specs import load_query_set
 
-    return load_records(parse_spec(spec))
+    return load_query_set(spec)
 
 
 class NodeTable:
-    """Names and types of the nodes a page mentions: from the graph, else from the records."""
+    """Names and types of the nodes a page mentions: from the graph, else from the questions."""
 
     def __init__(self, graph=None):
         self.graph = graph
@@ -51,7 +51,7 @@ class NodeTable:
         return ids
 
     def know(self, node_id: int, name: str, type_name: str) -> None:
-        """A name from a record's own metadata, used when the graph lacks the node."""
+        """A name from a question's own data, used when the graph lacks the node."""
         self._fallback.setdefault(int(node_id), (str(name), str(type_name or "")))
 
     def _type_index(self, name: str) -> int:
@@ -71,10 +71,6 @@ class NodeTable:
             self.nodes[str(node_id)] = [name, self._type_index(type_name)]
         self._pending.clear()
         return self.nodes
-
-
-def _record_id(record: dict) -> str:
-    return str(record.get("data_id", record.get("id")))
 
 
 def _clip(text, cap: int = TEXT_CAP) -> str:
@@ -124,88 +120,91 @@ def _chain(path, where: str) -> dict:
     return {"n": nodes, "r": relations}
 
 
-def _gold(record: dict) -> tuple[dict | None, list]:
-    """The record's gold chain (node ids and relations) and its triplets as names."""
-    triplets = [list(map(str, t)) for t in record.get("triplets") or [] if len(t) == 3]
-    path = record.get("path_node_ids")
-    hops = record.get("num_hops")
-    if not path or hops is None:
-        return None, triplets
-    hops = int(hops)
-    nodes = [int(v) for v in path][: hops + 1]
-    relations = [t[1] for t in triplets][:hops]
-    if len(nodes) != len(relations) + 1:
-        return None, triplets
-    return {"n": nodes, "r": relations}, triplets
+def _gold_chain(gold) -> dict | None:
+    """The gold reference path as node ids and relations, when the question has one."""
+    if gold is None or not gold.path_node_ids or not gold.hops:
+        return None
+    nodes = list(gold.path_node_ids[: gold.hops + 1])
+    relations = [t[1] for t in gold.triplets][: gold.hops]
+    return {"n": nodes, "r": relations} if len(nodes) == len(relations) + 1 else None
 
 
-def _question(record: dict, table: NodeTable, graph) -> dict:
-    from adapath.datasets.biostrat import LEVELS, answer_names
+def _question(item, table: NodeTable, graph) -> dict:
+    """One question: texts per level, topics, gold answer, valid names, gold path."""
+    from adapath.eval.report import gold_answer_names
 
+    record = item.record if isinstance(item.record, dict) else {}
     for meta in record.get("node_metadata") or []:
-        if "id" in meta:
+        if isinstance(meta, dict) and "id" in meta:
             table.know(meta["id"], meta.get("name", f"#{meta['id']}"), meta.get("type", ""))
-    texts = {lv: record[f"{lv}_query"] for lv in LEVELS if record.get(f"{lv}_query")}
-    if not texts and record.get("question"):
-        texts["question"] = str(record["question"])
-    answer = record.get("answer_entity") or None
-    if answer and "id" in answer:
-        table.know(answer["id"], answer.get("name", ""), answer.get("type", ""))
-        table.add([answer["id"]])
-    topics = table.add((record.get("topic_entities") or {}).keys())
     for node_id, name in (record.get("topic_entities") or {}).items():
         table.know(node_id, name, "")
-    gold, triplets = _gold(record)
-    if gold:
-        table.add(gold["n"])
-    valid = []
-    if answer and "name" in answer:
-        valid = answer_names(record, graph) if "valid_answer_ids" in record else [str(answer["name"])]
-    gold_metapath = None
-    if gold and record.get("node_metadata"):
-        from adapath.eval.report import gold_metapath as metapath_of
-
-        try:
-            gold_metapath = metapath_of(record)
-        except (KeyError, ValueError):
-            gold_metapath = None
+    gold = item.gold
+    chain = _gold_chain(gold)
+    if chain:
+        table.add(chain["n"])
+        for k, (head, _, tail) in enumerate(gold.triplets[: len(chain["r"])]):
+            table.know(chain["n"][k], head, "")
+            table.know(chain["n"][k + 1], tail, "")
+    answer = None
+    names: list[str] = []
+    if gold is not None:
+        if gold.answer_ids and gold.answer_names:
+            table.know(gold.answer_ids[0], gold.answer_names[0], gold.answer_type)
+            answer = {"id": table.add(gold.answer_ids[:1])[0], "name": gold.answer_names[0],
+                      "type": gold.answer_type}
+        elif gold.answer_names:
+            answer = {"id": None, "name": gold.answer_names[0], "type": gold.answer_type}
+        names = gold_answer_names(gold, graph)
+    options = list(item.options)
     return {
-        "id": _record_id(record),
-        "hops": None if record.get("num_hops") is None else int(record["num_hops"]),
-        "template": record.get("template_id"),
-        "texts": texts,
-        "topics": topics,
-        "answer": {"id": int(answer["id"]), "name": str(answer.get("name", "")),
-                   "type": str(answer.get("type", ""))} if answer and "id" in answer else None,
-        "valid": valid[:VALID_NAMES_CAP],
-        "validCount": len(valid),
-        "gold": gold,
-        "goldMetapath": gold_metapath,
-        "triplets": triplets,
-        "_answers": valid,
-        "_scored": {},
+        "id": item.id,
+        "hops": gold.hops if gold is not None else None,
+        "template": (gold.template_id or None) if gold is not None else None,
+        "group": (gold.group or None) if gold is not None else None,
+        "texts": dict(item.texts),
+        "topics": table.add(item.topic_ids),
+        "options": options,
+        "correctOption": gold.correct_option if gold is not None else None,
+        "answer": answer,
+        "valid": names[:VALID_NAMES_CAP],
+        "validCount": max(len(names), len(gold.answer_ids) if gold is not None else 0),
+        "gold": chain,
+        "goldMetapath": (gold.metapath or None) if gold is not None else None,
+        "triplets": [list(t) for t in gold.triplets] if gold is not None else [],
+        "_names": names, "_scored": {},
     }
 
 
-def _result(result: dict, question: dict | None, table: NodeTable, where: str) -> dict:
-    from adapath.eval.metrics import em_strict
+def _correct(answer: str, item, question: dict) -> bool | None:
+    """The evaluation's strict mark: the right option of a multiple-choice question, else
+    strict exact match against the gold answer names (None without gold)."""
+    from adapath.eval.metrics import em_strict, multiple_choice_correct
 
-    answer = "" if result.get("answer") is None else str(result["answer"])
-    correct = None
-    if question and question["_answers"]:
-        # Methods and levels often give the same answer: score each answer text once.
-        memo = question["_scored"]
-        if answer not in memo:
-            memo[answer] = em_strict(answer, question["_answers"])
-        correct = memo[answer]
-    paths = result.get("paths") or []
+    gold = item.gold
+    if gold is None:
+        return None
+    memo = question["_scored"]  # methods and levels often give the same answer: score it once
+    if answer not in memo:
+        if gold.correct_option is not None:
+            memo[answer] = multiple_choice_correct(answer, item.options, gold.correct_option)
+        else:
+            memo[answer] = em_strict(answer, question["_names"]) if question["_names"] else None
+    return memo[answer]
+
+
+def _result(result, item, question: dict, table: NodeTable, where: str) -> dict:
+    """One result line (a ``Result``) as the page draws it."""
+    line = result.to_json()
+    answer = "" if line.get("answer") is None else str(line["answer"])
+    paths = line.get("paths") or []
     if not isinstance(paths, list):
         raise InputError(f"{where}: 'paths' must be a list of paths")
     chains = [_chain(p, where) for p in paths[:PATHS_CAP]]
     for chain in chains:
         table.add(chain["n"])
     explored = []
-    raw_explored = result.get("explored") or {}
+    raw_explored = line.get("explored") or {}
     if not isinstance(raw_explored, dict):
         raise InputError(f"{where}: 'explored' must map depth -> node ids")
     try:
@@ -216,36 +215,41 @@ def _result(result: dict, question: dict | None, table: NodeTable, where: str) -
         raise InputError(f"{where}: 'explored' must map integer depths to lists of node ids") from None
     out = {
         "answer": answer,
-        "correct": correct,
-        "raw": _clip(result.get("raw")),
+        "correct": _correct(answer, item, question),
+        "raw": _clip(line.get("raw")),
         "paths": chains,
         "pathCount": len(paths),
         "explored": explored,
         "metapaths": [[str(m.get("metapath", "")), _finite(m.get("score"))] if isinstance(m, dict)
-                      else [str(m), None] for m in result.get("metapaths") or []],
-        "usage": _finite(result.get("usage") or {}),
+                      else [str(m), None] for m in line.get("metapaths") or []],
+        "usage": _finite(line.get("usage") or {}),
     }
-    for key in ("retrieved", "control", "fallback"):
-        if result.get(key) not in (None, "", [], {}):
-            out[key] = _finite(result[key])
-    if result.get("prioritized"):
-        out["prioritized"] = table.add(result["prioritized"])
-    extra = {k: v for k, v in result.items() if k not in DRAWN_FIELDS and k not in ("id", "level")}
+    for key in ("retrieved", "control", "fallback", "answer_source"):
+        if line.get(key) not in (None, "", [], {}):
+            out[key] = _finite(line[key])
+    if line.get("prioritized"):
+        try:
+            out["prioritized"] = table.add(line["prioritized"])
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: 'prioritized' must be a list of node ids") from None
+    extra = {k: v for k, v in line.items() if k not in DRAWN_FIELDS}
     if extra:
         out["extra"] = {k: _finite(v) if len(json.dumps(v, default=str)) <= TEXT_CAP
                         else _clip(json.dumps(v, default=str)) for k, v in extra.items()}
     return out
 
 
-def question_page_data(runs: dict[str, list[dict]], records: list[dict], graph=None) -> dict:
+def question_page_data(runs: dict[str, list], items: list, graph=None,
+                       settings: dict[str, dict] | None = None) -> dict:
     """Questions, per-method results and the node table for the question viewer.
 
-    ``runs`` maps a method name to the lines of its result file. Every result must name a
-    record of ``records``; a record no method answered is left out.
+    ``runs`` maps a method name to its ``Result`` list, ``items`` are the questions (a
+    ``QuerySet``'s items) and ``settings`` each run's settings file, when there is one.
+    Every result must name a question; a question no method answered is left out.
     """
     if not runs:
         raise InputError("no result files given")
-    by_id = {_record_id(r): r for r in records}
+    by_id = {item.id: item for item in items}
     table = NodeTable(graph)
     questions: list[dict] = []
     question_index: dict[str, int] = {}
@@ -253,26 +257,26 @@ def question_page_data(runs: dict[str, list[dict]], records: list[dict], graph=N
     results: dict[str, list[dict]] = {}
     for method, lines in runs.items():
         results[method] = []
-        for line in lines:
-            rid = str(line.get("id"))
-            level = str(line.get("level", "explicit"))
-            where = f"{method}: result {rid!r} ({level})"
-            if rid not in by_id:
-                raise InputError(f"{method}: result {rid!r} has no record in the queries")
-            if rid not in question_index:
-                question_index[rid] = len(questions)
-                questions.append(_question(by_id[rid], table, graph))
-            q = question_index[rid]
-            slot = rows.setdefault((q, level), {})
+        for result in lines:
+            where = f"{method}: result {result.id!r} ({result.level})"
+            item = by_id.get(result.id)
+            if item is None:
+                raise InputError(f"{method}: result {result.id!r} has no question in the queries")
+            if result.id not in question_index:
+                question_index[result.id] = len(questions)
+                questions.append(_question(item, table, graph))
+            q = question_index[result.id]
+            slot = rows.setdefault((q, result.level), {})
             slot[method] = len(results[method])  # a repeated (id, level): the last line wins
-            results[method].append(_result(line, questions[q], table, where))
+            results[method].append(_result(result, item, questions[q], table, where))
     for question in questions:
-        del question["_answers"], question["_scored"]
+        del question["_names"], question["_scored"]
     level_rank = {"explicit": 0, "implicit": 1, "bare": 2}
     order = sorted(rows, key=lambda k: (k[0], level_rank.get(k[1], 3), k[1]))
     return {
         "kind": "questions",
         "methods": list(runs),
+        "settings": {m: _finite(s) for m, s in (settings or {}).items() if s},
         "nodes": table.resolve(),
         "types": table.types,
         "questions": questions,

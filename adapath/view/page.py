@@ -11,7 +11,6 @@ import base64
 import hashlib
 import html
 import json
-import os
 import re
 from importlib.resources import files
 from pathlib import Path
@@ -49,9 +48,6 @@ def write_page(data: dict, out: str | Path, title: str) -> Path:
     """Write the page under a temporary name and rename it into place."""
     out = Path(out)
     page = render_page(data, title)
-    umask = os.umask(0)
-    os.umask(umask)
     with atomic_file(out) as handle:
         handle.write(page)
-        os.fchmod(handle.fileno(), 0o666 & ~umask)  # a page to share, not a 0600 temporary
     return out

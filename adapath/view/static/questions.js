@@ -10,7 +10,7 @@
     const q = D.questions[qi];
     return { q, level, res, key: `${q.id}|${level}` };
   });
-  const state = Object.assign({ m: methods[0], vs: "", level: "", hops: "", tpl: "", ok: "", q: "", sel: "" },
+  const state = Object.assign({ m: methods[0], vs: "", level: "", hops: "", tpl: "", grp: "", ok: "", q: "", sel: "" },
                               V.readHash());
   if (!methods.includes(state.m)) state.m = methods[0];
   if (!methods.includes(state.vs) || state.vs === state.m) state.vs = "";
@@ -28,6 +28,7 @@
     if (state.level && row.level !== state.level) return false;
     if (state.hops && String(row.q.hops) !== state.hops) return false;
     if (state.tpl && String(row.q.template) !== state.tpl) return false;
+    if (state.grp && String(row.q.group) !== state.grp) return false;
     if (state.ok === "correct" && r.correct !== true) return false;
     if (state.ok === "incorrect" && r.correct !== false) return false;
     if (state.ok === "differs") {
@@ -65,6 +66,7 @@
   const levels = uniq(rows.map((r) => r.level));
   const hops = uniq(D.questions.map((q) => q.hops)).sort((a, b) => a - b);
   const templates = uniq(D.questions.map((q) => q.template)).sort();
+  const groups = uniq(D.questions.map((q) => q.group)).sort();
   const refilter = () => { applyFilters(); };
   const filterChange = (key) => (ev) => { state[key] = ev.target.value; refilter(); };
   const controls = el("form", { cls: "filters", id: "filters", onsubmit: (ev) => ev.preventDefault() },
@@ -80,7 +82,8 @@
     }),
     V.select("level", "Level", [["", "all"], ...levels.map((l) => [l, l])], state.level, filterChange("level")),
     V.select("hops", "Hops", [["", "all"], ...hops.map((h) => [h, `${h}`])], state.hops, filterChange("hops")),
-    V.select("tpl", "Template", [["", "all"], ...templates.map((t) => [t, t])], state.tpl, filterChange("tpl")),
+    templates.length ? V.select("tpl", "Template", [["", "all"], ...templates.map((t) => [t, t])], state.tpl, filterChange("tpl")) : null,
+    groups.length ? V.select("grp", "Group", [["", "all"], ...groups.map((g) => [g, g])], state.grp, filterChange("grp")) : null,
     V.select("ok", "Answer", [["", "all"], ["correct", "correct"], ["incorrect", "incorrect"],
                               ["differs", "methods differ"]], state.ok, filterChange("ok")),
     el("label", { cls: "field wide" }, el("span", {}, "Search"),
@@ -145,13 +148,18 @@
     const head = el("div", { cls: "qhead" }, el("h2", {}, `Question ${q.id}`),
       el("span", { cls: "pill" }, row.level),
       q.hops !== null ? el("span", { cls: "pill" }, `${q.hops} hop${q.hops === 1 ? "" : "s"}`) : null,
-      q.template ? el("span", { cls: "pill" }, `template ${q.template}`) : null);
+      q.template ? el("span", { cls: "pill" }, `template ${q.template}`) : null,
+      q.group ? el("span", { cls: "pill" }, q.group) : null);
     const texts = el("div", { cls: "texts" });
     for (const [level, text] of Object.entries(q.texts)) {
       texts.append(el("div", { cls: "qtext" + (level === row.level ? " current" : "") },
                       el("span", { cls: "label" }, level), el("span", {}, text)));
     }
     const facts = el("dl", { cls: "facts" });
+    if (q.options.length) {
+      facts.append(el("dt", {}, "Options"), el("dd", {}, el("ol", { cls: "options" }, q.options.map((o, i) =>
+        el("li", { cls: i === q.correctOption ? "gold" : "" }, o, i === q.correctOption ? el("span", { cls: "goldtag" }, "correct") : null)))));
+    }
     if (q.topics.length) facts.append(el("dt", {}, "Topic"), el("dd", {}, q.topics.map((id) => V.chip(id, "topic"))));
     if (q.answer) {
       const valid = q.validCount > 1
@@ -159,7 +167,8 @@
             q.valid.map((n) => el("span", { cls: "chip plain" }, n)),
             q.validCount > q.valid.length ? el("span", { cls: "muted" }, ` and ${q.validCount - q.valid.length} more`) : null))
         : null;
-      facts.append(el("dt", {}, "Gold answer"), el("dd", {}, V.chip(q.answer.id, "gold"), valid));
+      const chip = q.answer.id === null ? el("span", { cls: "chip plain gold" }, q.answer.name) : V.chip(q.answer.id, "gold");
+      facts.append(el("dt", {}, "Gold answer"), el("dd", {}, chip, valid));
     }
     if (q.gold) facts.append(el("dt", {}, "Gold path"), el("dd", {}, V.pathText(q.gold, V.goldEdgeSet(q.gold))));
     if (q.goldMetapath) facts.append(el("dt", {}, "Gold meta-path"), el("dd", {}, V.metapath(q.goldMetapath)));
@@ -213,11 +222,15 @@
     if (r === null) return [el("h3", { cls: "mhead" }, m), el("p", { cls: "muted" }, "No result for this question at this level.")];
     const facts = [];
     if (r.control) facts.push(el("span", { cls: "kv" }, "control: ", Object.entries(r.control).map(([k, v]) => `${k} ${v}`).join(", ")));
+    if (r.answer_source) facts.push(el("span", { cls: "kv" }, `answer read: ${r.answer_source}`));
     if (r.fallback) facts.push(el("span", { cls: "kv warn" }, `fallback: ${r.fallback}`));
+    const settings = D.settings && D.settings[m];
     return [
       el("div", { cls: "mhead" }, el("h3", {}, m), badge(r)),
       el("div", { cls: "answer" }, el("span", { cls: "label" }, "answer"), el("span", { cls: "answertext" }, r.answer || "(empty)")),
       usageLine(r), facts.length ? el("div", { cls: "usage" }, facts) : null,
+      settings ? V.details("Run settings", el("dl", { cls: "facts" }, Object.entries(settings).map(([k, v]) =>
+        [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]))) : null,
       V.section(`Meta-paths (${r.metapaths.length})`, metapathTable(r, q)),
     ];
   }
