@@ -8,15 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapath.datasets.biostrat import query_from_record
+from adapath.bank.build import BankConfig, build_bank
+from adapath.bank.index import BankIndex
+from adapath.datasets.biostrat import query_from_record, training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.engine.pathbank import BankConfig, PathBankBuilder
 from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
 from adapath.methods.adapath import AdaPath, AdaPathConfig
-from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.dense import HashingEncoder
 from tests.conftest import run_cli
 
@@ -34,7 +34,7 @@ def setup(tmp_path_factory):
     test = generator.generate(12, seed=2, first_id=1000)
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
-    PathBankBuilder(graph, BankConfig(), graph_dir=root / "kg").build(train, root / "bank")
+    build_bank(graph, training_queries(train), root / "bank", BankConfig(), graph_dir=root / "kg")
     encoder = HashingEncoder()
     bank = BankIndex(root / "bank", encoder)
     return root, graph, bank, encoder, test
