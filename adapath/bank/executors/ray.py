@@ -20,18 +20,15 @@
 
 from __future__ import annotations
 
-import logging
 import os
-import socket
 import time
 
 from adapath.bank.build import BatchResult, BatchRunner, execute_batch
 from adapath.bank.executors.local import set_numba_threads
+from adapath.cluster import connect, import_ray
 from adapath.errors import InputError
 
 MAX_RETRIES = 3
-CONNECT_TIMEOUT_S = 5.0
-MIN_OBJECT_STORE = 96 * 2**20  # Ray refuses less than 75 MiB
 
 # Per worker process: the runner of the payload its last task used.
 _runner_cache: dict[str, BatchRunner] = {}
@@ -111,15 +108,12 @@ class RayExecutor:
 
     # -------------------------------------------------------------- prepare
     def prepare(self, graph, text, config) -> None:
-        ray = _import_ray()
+        ray = import_ray()
         payload = graph_payload(graph, text)
         self.payload_bytes = payload_bytes(payload)
-        if not ray.is_initialized():
-            if self.address:
-                self._join(ray)
-            else:
-                self._start_local(ray)
-            self.connected = True
+        # a local cluster gets an object store sized to the payload
+        cpus = self.workers * self.threads if self.workers else (os.cpu_count() or 1)
+        self.connected = connect(self.address, cpus, int(self.payload_bytes * 1.25) + 64 * 2**20)
         resources = ray.cluster_resources()
         cpus, gpus = int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
         if cpus < self.threads:
@@ -137,31 +131,6 @@ class RayExecutor:
         self._task = ray.remote(run_bank_batch).options(
             num_cpus=self.threads, num_gpus=1 if config.device == "cuda" else 0,
             max_retries=self.max_retries, retry_exceptions=False)
-
-    def _start_local(self, ray) -> None:
-        # loopback only, no dashboard, an object store sized to the payload (not 30% of RAM)
-        store = max(MIN_OBJECT_STORE, int(self.payload_bytes * 1.25) + 64 * 2**20)
-        cpus = self.workers * self.threads if self.workers else (os.cpu_count() or 1)
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", object_store_memory=store,
-                 logging_level=logging.ERROR, log_to_driver=False)
-
-    def _join(self, ray) -> None:
-        address = self.address
-        if address != "auto":
-            host, sep, port = address.removeprefix("ray://").rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise InputError(f"--ray-address {address!r}: expected HOST:PORT (as `ray start --head` prints it)")
-            try:
-                socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-            except OSError as exc:
-                reason = exc.strerror or type(exc).__name__
-                raise InputError(f"--ray-address {address}: no Ray cluster answers there ({reason})") from None
-        try:
-            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
-        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"--ray-address {address}: could not join a Ray cluster there ({first})") from None
 
     # -------------------------------------------------------------- run
     def run(self, store, batches, on_result) -> None:
@@ -211,10 +180,3 @@ class RayExecutor:
             ray.shutdown()
             self.connected = False
 
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise InputError("--executor ray needs Ray: pip install 'adapath[distributed]'") from None
-    return ray
