@@ -72,6 +72,16 @@ def gold_set_line(items: Iterable[Item], graph: KnowledgeGraph | None) -> str:
     return f"gold set: answer names from the records only (every valid answer of the {len(free)} questions is named)"
 
 
+def answer_marks(answer: str, item: Item, names: list[str]) -> tuple[bool, bool]:
+    """(strict, lenient) correctness of an answer: the right option of a multiple-choice
+    question (by letter or text), else exact match against the gold answer ``names``."""
+    gold = item.gold
+    if gold.correct_option is not None:
+        correct = multiple_choice_correct(answer, item.options, gold.correct_option)
+        return correct, correct
+    return em_strict(answer, names), em_lenient(answer, names)
+
+
 def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, graph: KnowledgeGraph | None,
                   kinds: dict[str, str] | None = None) -> list[dict]:
     """One row of scores per result, against a question set (or items by id, with each id's
@@ -93,13 +103,8 @@ def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, grap
                "benchmark": kinds.get(result.id, ""), "set": spec, "method": result.method,
                "answer_source": result.answer_source, "usage": result.usage,
                "has_paths": bool(result.paths), "has_explored": bool(result.explored)}
-        if gold.correct_option is not None:
-            correct = multiple_choice_correct(result.answer, item.options, gold.correct_option)
-            row["em_strict"] = row["em_lenient"] = correct
-        else:
-            answers = gold_answer_names(gold, graph)
-            row["em_strict"] = em_strict(result.answer, answers)
-            row["em_lenient"] = em_lenient(result.answer, answers)
+        names = [] if gold.correct_option is not None else gold_answer_names(gold, graph)
+        row["em_strict"], row["em_lenient"] = answer_marks(result.answer, item, names)
         if gold.path_node_ids and gold.hops and len(gold.path_node_ids) > gold.hops:
             path = list(gold.path_node_ids[: gold.hops + 1])
             row["hits"] = hit_rate({int(d): v for d, v in result.explored.items()}, path)

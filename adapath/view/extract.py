@@ -179,17 +179,14 @@ def _question(item, table: NodeTable, graph) -> dict:
 def _correct(answer: str, item, question: dict) -> bool | None:
     """The evaluation's strict mark: the right option of a multiple-choice question, else
     strict exact match against the gold answer names (None without gold)."""
-    from adapath.eval.metrics import em_strict, multiple_choice_correct
+    from adapath.eval.scoring import answer_marks
 
     gold = item.gold
-    if gold is None:
+    if gold is None or (gold.correct_option is None and not question["_names"]):
         return None
     memo = question["_scored"]  # methods and levels often give the same answer: score it once
     if answer not in memo:
-        if gold.correct_option is not None:
-            memo[answer] = multiple_choice_correct(answer, item.options, gold.correct_option)
-        else:
-            memo[answer] = em_strict(answer, question["_names"]) if question["_names"] else None
+        memo[answer] = answer_marks(answer, item, question["_names"])[0]
     return memo[answer]
 
 
