@@ -443,3 +443,22 @@ def test_reply_readers():
     assert s.read_verdict("{Yes}. The answer is {x}") and not s.read_verdict("{No} {yes}")
     assert s.read_verdict("yes, enough") and not s.read_verdict("garbage")
     assert s.braced_text("{No}. Missing: {the gene}") == "the gene"
+
+
+@pytest.mark.parametrize("name, param, message", [
+    ("tog", "exhausted=maybe", "choose knowledge or paths"),
+    ("tog2", "ranker=cosine", "choose dense or bm25"),
+    ("pog", "entity_cap=0", "must be at least 1"),
+    ("structgpt", "max_triples=many", "expected a int"),
+])
+def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, monkeypatch, capsys):
+    root, _, _ = generated
+    import adapath.llm
+
+    monkeypatch.setattr(adapath.llm, "make_backend", lambda spec, **kw: ScriptedBackend(rules={"": cooperative}))
+    out = tmp_path / "r.jsonl"
+    code, _, err = run_cli(["answer", "--method", name, "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}",
+                            "--out", out, "--llm", "openai:http://127.0.0.1:9/v1#scripted", "--encoder", "hashing",
+                            "--param", param], capsys)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not out.exists()

@@ -21,8 +21,9 @@ import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
+from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.parse import read_answer, read_option
-from adapath.methods.base import Query
+from adapath.methods.base import LLMCaller, Param, Query, Result
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,64 @@ class Explored:
                 for d, nodes in sorted(self.by_depth.items()) if nodes}
 
 
+@dataclass
+class SearchState:
+    """One question's search: what every baseline tracks."""
+
+    query: Query
+    frontier: list[Walk]
+    kept: list[Walk] = field(default_factory=list)  # every walk whose triplets the LLM was shown
+    explored: Explored = field(default_factory=Explored)
+    # once the search is over: "paths" (answer from the triplets), "knowledge" (the LLM's own),
+    # or "reply" (a search step's reply already holds the answer)
+    answer_from: str = ""
+    reply: str = ""
+    stopped_at: int = 0
+    stop: str = ""
+
+    def finish(self, answer_from: str, stop: str, depth: int, reply: str | None = None) -> None:
+        self.answer_from, self.stop, self.stopped_at = answer_from, stop, depth
+        if reply is not None:
+            self.reply = reply
+
+
+def searching(states: list[SearchState]) -> list[int]:
+    return [j for j, st in enumerate(states) if not st.answer_from]
+
+
+def final_results(graph: KnowledgeGraph, call: LLMCaller, states: list[SearchState], usages: list[Usage],
+                  method: str, extra, params: GenerationParams | None = None) -> list[Result]:
+    """The answer prompts still owed (one batch), then one result per state.
+
+    ``extra(state)`` gives the method's own fields. Paths are the maximal kept walks, deepest
+    (then best scored) first; the first one's end stands in for an unreadable answer.
+    """
+    texts, owners = [], []
+    for j, st in enumerate(states):
+        q = st.query
+        if st.answer_from == "paths":
+            texts.append(prompts.answer(q.text, unique_triplets(graph, st.kept), q.options))
+        elif st.answer_from == "knowledge":
+            texts.append(prompts.graph_free_answer(q.text, q.options))
+        else:
+            continue
+        owners.append(j)
+    for j, reply in zip(owners, call(texts, owners, usages, params)):
+        states[j].reply = reply
+    results = []
+    for j, st in enumerate(states):
+        paths = sorted(maximal(st.kept), key=lambda w: (-w.hops, -w.score))
+        best = graph.name(paths[0].end) if paths else ""
+        ends = list(dict.fromkeys(graph.name(w.end) for w in st.kept))
+        answer, source = read_final(st.reply, st.query, ends, best)
+        results.append(Result(
+            st.query.id, st.query.level, answer, method=method, raw=st.reply, answer_source=source,
+            paths=path_edges(graph, paths), explored=st.explored.as_ids(graph),
+            fallback="llm-knowledge" if st.answer_from == "knowledge" else "", usage=usages[j].as_dict(),
+            extra={"stopped_at": st.stopped_at, "stop": st.stop, **extra(st)}))
+    return results
+
+
 def topic_walks(graph: KnowledgeGraph, query: Query) -> list[Walk]:
     """One empty walk per topic entity, in the order the query lists them (no duplicates)."""
     nodes = graph.index_of(list(query.topic_ids), missing="ignore")
@@ -243,6 +302,11 @@ def topic_walks(graph: KnowledgeGraph, query: Query) -> list[Walk]:
 
 
 EXHAUSTED = ("knowledge", "paths")
+
+
+def exhausted_param(paper: str) -> Param:
+    return Param("exhausted", "knowledge", f"no answer by the depth limit: answer from the LLM's own "
+                                           f"knowledge ({paper}) or from the triplets (paths)")
 
 
 def check_exhausted(value: str, method: str) -> str:

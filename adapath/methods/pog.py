@@ -50,22 +50,14 @@ class PoGConfig:
 
 
 @dataclass
-class _State:
-    query: Query
-    frontier: list[s.Walk]
+class _State(s.SearchState):
     subobjectives: list[str] = field(default_factory=list)
-    kept: list[s.Walk] = field(default_factory=list)
     memory: str = ""
     discovered: dict[int, s.Walk] = field(default_factory=dict)  # explored subgraph: entity -> its path
     expanded: list[int] = field(default_factory=list)  # entities whose relations were explored
     revisited: set[int] = field(default_factory=set)  # entities reflection brought back
     reflections: list[dict] = field(default_factory=list)
-    explored: s.Explored = field(default_factory=s.Explored)
     groups: list[tuple[str, str, list[str]]] = field(default_factory=list)  # this depth's triplets
-    answer_from: str = ""  # "reasoning", "paths" or "knowledge" once over
-    reply: str = ""
-    stopped_at: int = 0
-    stop: str = ""
 
 
 class PlanOnGraph:
@@ -86,11 +78,11 @@ class PlanOnGraph:
             states[j].subobjectives = read_list(reply) or [queries[j].text]
         for st in states:
             if not st.frontier:
-                st.answer_from, st.stop = "knowledge", "no-topic"
+                st.finish("knowledge", "no-topic", 0)
             for walk in st.frontier:
                 st.discovered.setdefault(walk.end, walk)
         for depth in range(1, c.max_depth + 1):
-            active = [j for j, st in enumerate(states) if not st.answer_from]
+            active = s.searching(states)
             if not active:
                 break
             picked = self._explore_relations(states, active, usages)
@@ -99,14 +91,15 @@ class PlanOnGraph:
             for j in active:
                 st = states[j]
                 if not selected[j]:
-                    st.answer_from, st.stop, st.stopped_at = "paths", "no-candidates", depth
+                    st.finish("paths", "no-candidates", depth)
                     continue
                 st.kept.extend(selected[j])
                 going.append(j)
             self._update_memory(states, going, usages)
             unanswered = self._evaluate(states, going, depth, usages)
             self._reflect(states, unanswered, selected, usages)
-        return self._answers(states, usages)
+        return s.final_results(g, self._call, states, usages, self.name, lambda st: {
+            "subobjectives": st.subobjectives, "memory": st.memory, "reflections": st.reflections})
 
     # ------------------------------------------------------------------ steps
     def _explore_relations(self, states, active, usages) -> dict[int, list[tuple[s.Walk, int]]]:
@@ -178,9 +171,9 @@ class PlanOnGraph:
             st = states[j]
             answer = parse_answer(reply).strip().lower()
             if s.read_verdict(reply) and answer and answer not in ("null", "none"):
-                st.reply, st.answer_from, st.stop, st.stopped_at = reply, "reasoning", "sufficient", depth
+                st.finish("reply", "sufficient", depth, reply)
             elif depth == c.max_depth:
-                st.answer_from, st.stop, st.stopped_at = c.exhausted, "depth-limit", depth
+                st.finish(c.exhausted, "depth-limit", depth)
             else:
                 unanswered.append(j)
         return unanswered
@@ -238,35 +231,6 @@ class PlanOnGraph:
         order = np.lexsort((np.asarray(nodes), -scores))[:cap]
         return [nodes[i] for i in sorted(order)]
 
-    def _answers(self, states, usages) -> list[Result]:
-        g = self.graph
-        texts, owners = [], []
-        for j, st in enumerate(states):
-            q = st.query
-            if st.answer_from == "paths":
-                texts.append(prompts.answer(q.text, s.unique_triplets(g, st.kept), q.options))
-            elif st.answer_from == "knowledge":
-                texts.append(prompts.graph_free_answer(q.text, q.options))
-            else:
-                continue
-            owners.append(j)
-        for j, reply in zip(owners, self._call(texts, owners, usages)):
-            states[j].reply = reply
-        results = []
-        for j, st in enumerate(states):
-            paths = sorted(s.maximal(st.kept), key=lambda w: -w.hops)  # deepest first, order kept
-            best = g.name(paths[0].end) if paths else ""
-            ends = list(dict.fromkeys(g.name(w.end) for w in st.kept))
-            answer, source = s.read_final(st.reply, st.query, ends, best)
-            results.append(Result(
-                st.query.id, st.query.level, answer, method=self.name, raw=st.reply, answer_source=source,
-                paths=s.path_edges(g, paths), explored=st.explored.as_ids(g),
-                fallback="llm-knowledge" if st.answer_from == "knowledge" else "",
-                usage=usages[j].as_dict(),
-                extra={"stopped_at": st.stopped_at, "stop": st.stop, "subobjectives": st.subobjectives,
-                       "memory": st.memory, "reflections": st.reflections}))
-        return results
-
 
 def read_list(reply: str) -> list[str]:
     """A list the reply writes as ["a", "b"] (or with single quotes, or one item per line)."""
@@ -318,6 +282,5 @@ METHODS = [MethodSpec(
     params=(Param("max_depth", 3, "most exploration rounds"),
             Param("entity_cap", 70, "longer entity lists keep the names most similar to the question (--encoder)"),
             Param("max_reflections", 5, "most corrections (add or backtrack) per question"),
-            Param("exhausted", "knowledge", "no answer by the depth limit: answer from the LLM's own "
-                                            "knowledge (PoG) or from the triplets")),
+            s.exhausted_param("PoG")),
 )]

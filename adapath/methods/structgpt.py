@@ -36,17 +36,9 @@ class StructGPTConfig:
 
 
 @dataclass
-class _State:
-    query: Query
-    current: list[s.Walk]
+class _State(s.SearchState):
     topics: list[str] = field(default_factory=list)
     followed: list[str] = field(default_factory=list)
-    collected: list[s.Walk] = field(default_factory=list)
-    explored: s.Explored = field(default_factory=s.Explored)
-    answer_from: str = ""  # "reading" (a reading reply answered), "paths" or "knowledge"
-    reply: str = ""
-    stopped_at: int = 0
-    stop: str = ""
 
 
 class StructGPT:
@@ -62,27 +54,28 @@ class StructGPT:
         states = []
         for q in queries:
             walks = s.topic_walks(g, q)
-            states.append(_State(q, walks, [g.name(w.end) for w in walks]))
+            states.append(_State(q, walks, topics=[g.name(w.end) for w in walks]))
             if not walks:
-                states[-1].answer_from, states[-1].stop = "knowledge", "no-topic"
+                states[-1].finish("knowledge", "no-topic", 0)
         for depth in range(1, c.max_depth + 1):
-            active = [j for j, st in enumerate(states) if not st.answer_from]
+            active = s.searching(states)
             if not active:
                 break
             chosen = self._pick_relations(states, active, depth, usages)
             reading = self._extract(states, chosen, depth)
             self._read(states, reading, depth, usages)
-        return self._answers(states, usages)
+        return s.final_results(g, self._call, states, usages, self.name,
+                               lambda st: {"relations_followed": st.followed})
 
     def _pick_relations(self, states, active, depth, usages) -> dict[int, list[int]]:
         g = self.graph
         texts, owners, offered = [], [], []
         for j in active:
             st = states[j]
-            relations = sorted({r for w in st.current for r in s.relations_of(g, w.end)},
+            relations = sorted({r for w in st.frontier for r in s.relations_of(g, w.end)},
                                key=lambda r: g.relation_names[r])
             if not relations:
-                st.answer_from, st.stop, st.stopped_at = "paths", "no-relations", depth
+                st.finish("paths", "no-relations", depth)
                 continue
             texts.append(prompts.structgpt_relation(st.query.text, st.topics, st.followed,
                                                     [f'"{g.relation_names[r]}"' for r in relations]))
@@ -92,7 +85,7 @@ class StructGPT:
         for j, relations, reply in zip(owners, offered, self._call(texts, owners, usages)):
             picks = s.read_names(reply, [g.relation_names[r] for r in relations])
             if not picks:
-                states[j].answer_from, states[j].stop, states[j].stopped_at = "paths", "no-relation-picked", depth
+                states[j].finish("paths", "no-relation-picked", depth)
                 continue
             chosen[j] = [relations[i] for i in sorted(picks)]
             states[j].followed += [g.relation_names[r] for r in chosen[j]]
@@ -104,17 +97,17 @@ class StructGPT:
         for j, relations in chosen.items():
             st, walks = states[j], []
             for relation in relations:
-                found = [w.extend(v, relation, 1.0) for w in st.current for v in s.neighbors_via(g, w, relation)]
+                found = [w.extend(v, relation, 1.0) for w in st.frontier for v in s.neighbors_via(g, w, relation)]
                 if len(found) > c.max_triples:
                     keep = s.seeded_sample(list(range(len(found))), c.max_triples, c.seed, st.query.id,
                                            depth, relation)
                     found = [found[i] for i in keep]
                 walks += found
             if not walks:
-                st.answer_from, st.stop, st.stopped_at = "paths", "no-triples", depth
+                st.finish("paths", "no-triples", depth)
                 continue
             st.explored.add(depth, [w.end for w in walks])
-            st.collected += walks
+            st.kept += walks
             reading[j] = walks
         return reading
 
@@ -128,41 +121,13 @@ class StructGPT:
             lowered = reply.lower()
             at_answer, at_next = lowered.find("answer:"), lowered.find("next:")
             if at_answer >= 0 and (at_next < 0 or at_answer < at_next):
-                st.reply, st.answer_from, st.stop, st.stopped_at = reply, "reading", "answered", depth
+                st.finish("reply", "answered", depth, reply)
                 continue
             tails = s.distinct_ends(walks)
             picks = s.read_names(reply[at_next:] if at_next >= 0 else reply, [g.name(w.end) for w in tails])
-            st.current = [tails[i] for i in sorted(picks)] if picks else tails
+            st.frontier = [tails[i] for i in sorted(picks)] if picks else tails
             if depth == c.max_depth:
-                st.answer_from, st.stop, st.stopped_at = "paths", "depth-limit", depth
-
-    def _answers(self, states, usages) -> list[Result]:
-        g = self.graph
-        texts, owners = [], []
-        for j, st in enumerate(states):
-            q = st.query
-            if st.answer_from == "paths":
-                texts.append(prompts.answer(q.text, s.unique_triplets(g, st.collected), q.options))
-            elif st.answer_from == "knowledge":
-                texts.append(prompts.graph_free_answer(q.text, q.options))
-            else:
-                continue
-            owners.append(j)
-        for j, reply in zip(owners, self._call(texts, owners, usages)):
-            states[j].reply = reply
-        results = []
-        for j, st in enumerate(states):
-            paths = sorted(s.maximal(st.collected), key=lambda w: -w.hops)
-            best = g.name(paths[0].end) if paths else ""
-            ends = list(dict.fromkeys(g.name(w.end) for w in st.collected))
-            answer, source = s.read_final(st.reply, st.query, ends, best)
-            results.append(Result(
-                st.query.id, st.query.level, answer, method=self.name, raw=st.reply, answer_source=source,
-                paths=s.path_edges(g, paths), explored=st.explored.as_ids(g),
-                fallback="llm-knowledge" if st.answer_from == "knowledge" else "",
-                usage=usages[j].as_dict(),
-                extra={"stopped_at": st.stopped_at, "stop": st.stop, "relations_followed": st.followed}))
-        return results
+                st.finish("paths", "depth-limit", depth)
 
 
 def _build(context: MethodContext) -> StructGPT:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from adapath.engine.graph import KnowledgeGraph
+from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.methods import _search as s
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
@@ -42,17 +43,6 @@ class ToGConfig:
     reason: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=256, temperature=0.0))
 
 
-@dataclass
-class _State:
-    query: Query
-    frontier: list[s.Walk]
-    kept: list[s.Walk] = field(default_factory=list)
-    explored: s.Explored = field(default_factory=s.Explored)
-    answer_from: str = ""  # "paths" or "knowledge" once the search is over
-    stopped_at: int = 0
-    stop: str = ""  # sufficient | no-candidates | depth-limit | no-topic
-
-
 class ThinkOnGraph:
     name = "tog"
 
@@ -63,12 +53,12 @@ class ThinkOnGraph:
     def answer(self, queries: list[Query]) -> list[Result]:
         g, c = self.graph, self.config
         usages = [Usage() for _ in queries]
-        states = [_State(q, s.topic_walks(g, q)) for q in queries]
-        for state in states:
-            if not state.frontier:
-                state.answer_from, state.stop = "knowledge", "no-topic"
+        states = [s.SearchState(q, s.topic_walks(g, q)) for q in queries]
+        for st in states:
+            if not st.frontier:
+                st.finish("knowledge", "no-topic", 0)
         for depth in range(1, c.max_depth + 1):
-            active = [j for j, st in enumerate(states) if not st.answer_from]
+            active = s.searching(states)
             if not active:
                 break
             scored = self._prune_relations(states, active, usages)
@@ -79,7 +69,7 @@ class ThinkOnGraph:
                 ranked = sorted(candidates[j], key=lambda w: -w.score)[: c.width]
                 ranked = [w for w in ranked if w.score > 0]
                 if not ranked:
-                    st.answer_from, st.stop, st.stopped_at = "paths", "no-candidates", depth
+                    st.finish("paths", "no-candidates", depth)
                     continue
                 st.kept.extend(ranked)
                 st.frontier = s.distinct_ends(ranked)
@@ -88,11 +78,11 @@ class ThinkOnGraph:
                                   for j in searching], searching, usages, c.reason)
             for j, reply in zip(searching, replies):
                 st = states[j]
-                if s.read_verdict(reply):
-                    st.answer_from, st.stop, st.stopped_at = "paths", "sufficient", depth
+                if s.read_verdict(reply):  # ToG then generates the answer from the paths
+                    st.finish("paths", "sufficient", depth)
                 elif depth == c.max_depth:
-                    st.answer_from, st.stop, st.stopped_at = c.exhausted, "depth-limit", depth
-        return self._answers(states, usages)
+                    st.finish(c.exhausted, "depth-limit", depth)
+        return s.final_results(g, self._call, states, usages, self.name, lambda st: {}, c.reason)
 
     # ------------------------------------------------------------------ steps
     def _prune_relations(self, states, active, usages) -> dict[int, list[tuple[s.Walk, int, float]]]:
@@ -143,32 +133,6 @@ class ThinkOnGraph:
             slot += [walk.extend(v, relation, e * rscore) for v, e in zip(nodes, scores)]
         return {j: [w for slot in slots[j] for w in slot] for j in active}
 
-    def _answers(self, states: list[_State], usages: list[Usage]) -> list[Result]:
-        g = self.graph
-        texts, owners = [], []
-        for j, st in enumerate(states):
-            q = st.query
-            if st.answer_from == "paths":
-                texts.append(prompts.answer(q.text, s.unique_triplets(g, st.kept), q.options))
-            else:
-                texts.append(prompts.graph_free_answer(q.text, q.options))
-            owners.append(j)
-        replies = self._call(texts, owners, usages, self.config.reason)
-        results = []
-        for j, (st, reply) in enumerate(zip(states, replies)):
-            paths = s.maximal(st.kept)
-            ranked = sorted(paths, key=lambda w: (-w.hops, -w.score))
-            best = g.name(ranked[0].end) if ranked else ""
-            ends = list(dict.fromkeys(g.name(w.end) for w in st.kept))
-            answer, source = s.read_final(reply, st.query, ends, best)
-            results.append(Result(
-                st.query.id, st.query.level, answer, method=self.name, raw=reply, answer_source=source,
-                paths=s.path_edges(g, ranked), explored=st.explored.as_ids(g),
-                fallback="llm-knowledge" if st.answer_from == "knowledge" else "",
-                usage=usages[j].as_dict(),
-                extra={"stopped_at": st.stopped_at, "stop": st.stop}))
-        return results
-
 
 def _build(context: MethodContext) -> ThinkOnGraph:
     p = context.params
@@ -176,6 +140,9 @@ def _build(context: MethodContext) -> ThinkOnGraph:
                        sample_at=p.get("sample_at", 20), sample_size=p.get("sample_size", 5),
                        exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "tog"),
                        seed=p.get("seed", 42))
+    for name in ("width", "max_depth", "sample_at", "sample_size"):
+        if getattr(config, name) < 1:
+            raise InputError(f"--method tog: --param {name} must be at least 1")
     return ThinkOnGraph(context.graph, context.llm, config)
 
 
@@ -184,8 +151,7 @@ TOG_PARAMS = (
     Param("max_depth", 3, "most hops searched"),
     Param("sample_at", 20, "neighbour lists this long or longer are sampled before the LLM scores them"),
     Param("sample_size", 5, "how many neighbours such a sample keeps (ToG's num_retain_entity)"),
-    Param("exhausted", "knowledge", "no sufficient paths by the depth limit: answer from the LLM's "
-                                    "own knowledge (ToG) or from the paths"),
+    s.exhausted_param("ToG"),
     Param("seed", 42, "seed of the neighbour samples"),
 )
 

@@ -112,18 +112,10 @@ class ToG2Config:
 
 
 @dataclass
-class _State:
-    query: Query
-    frontier: list[s.Walk]
-    kept: list[s.Walk] = field(default_factory=list)
+class _State(s.SearchState):
     pool: dict[str, str] = field(default_factory=dict)  # reference sentence -> entity name
     clue: str = ""
-    explored: s.Explored = field(default_factory=s.Explored)
-    answer_from: str = ""  # "reasoning" (the reasoning reply answers), "knowledge" or "paths"
-    reply: str = ""
     references: list[str] = field(default_factory=list)  # what the last reasoning prompt held
-    stopped_at: int = 0
-    stop: str = ""
 
     @property
     def retrieval_query(self) -> str:
@@ -152,18 +144,19 @@ class ThinkOnGraph2:
         states = [_State(q, s.topic_walks(self.graph, q)) for q in queries]
         for st in states:
             if not st.frontier:
-                st.answer_from, st.stop = "knowledge", "no-topic"
+                st.finish("knowledge", "no-topic", 0)
         self._prune_topics(states, usages)
         self._topic_context(states)
         for depth in range(1, c.max_depth + 1):
-            active = [j for j, st in enumerate(states) if not st.answer_from]
+            active = s.searching(states)
             if not active:
                 break
             picked = self._prune_relations(states, active, usages)
             candidates = self._discover(states, active, picked)
             reasoning = self._rank_entities(states, active, candidates, depth)
             self._reason(states, reasoning, depth, usages)
-        return self._answers(states, usages)
+        return s.final_results(self.graph, self._call, states, usages, self.name,
+                               lambda st: {"clue": st.clue, "references": st.references})
 
     # ------------------------------------------------------------------ steps
     def _prune_topics(self, states: list[_State], usages) -> None:
@@ -240,7 +233,7 @@ class ThinkOnGraph2:
         go_on, jobs, owners = [], [], []
         for j in active:
             if not candidates[j]:
-                states[j].answer_from, states[j].stop, states[j].stopped_at = c.exhausted, "no-candidates", depth
+                states[j].finish(c.exhausted, "no-candidates", depth)
                 continue
             texts, whose = [], []
             for k, walk in enumerate(candidates[j]):
@@ -278,42 +271,12 @@ class ThinkOnGraph2:
                                              st.references, st.query.options))
         for j, reply in zip(reasoning, self._call(texts, reasoning, usages)):
             st = states[j]
-            st.reply = reply
-            if s.read_verdict(reply):
-                st.answer_from, st.stop, st.stopped_at = "reasoning", "sufficient", depth
+            if s.read_verdict(reply):  # the reasoning reply carries the answer
+                st.finish("reply", "sufficient", depth, reply)
                 continue
             st.clue = s.braced_text(reply) or st.clue
             if depth == c.max_depth:
-                st.answer_from, st.stop, st.stopped_at = c.exhausted, "depth-limit", depth
-
-    def _answers(self, states: list[_State], usages) -> list[Result]:
-        g = self.graph
-        texts, owners = [], []
-        for j, st in enumerate(states):
-            q = st.query
-            if st.answer_from == "paths":
-                texts.append(prompts.answer(q.text, s.unique_triplets(g, st.kept), q.options))
-            elif st.answer_from == "knowledge":
-                texts.append(prompts.graph_free_answer(q.text, q.options))
-            else:
-                continue
-            owners.append(j)
-        for j, reply in zip(owners, self._call(texts, owners, usages)):
-            states[j].reply = reply
-        results = []
-        for j, st in enumerate(states):
-            ranked = sorted(s.maximal(st.kept), key=lambda w: (-w.hops, -w.score))
-            best = g.name(ranked[0].end) if ranked else ""
-            ends = list(dict.fromkeys(g.name(w.end) for w in st.kept))
-            answer, source = s.read_final(st.reply, st.query, ends, best)
-            results.append(Result(
-                st.query.id, st.query.level, answer, method=self.name, raw=st.reply, answer_source=source,
-                paths=s.path_edges(g, ranked), explored=st.explored.as_ids(g),
-                fallback="llm-knowledge" if st.answer_from == "knowledge" else "",
-                usage=usages[j].as_dict(),
-                extra={"stopped_at": st.stopped_at, "stop": st.stop, "clue": st.clue,
-                       "references": st.references}))
-        return results
+                st.finish(c.exhausted, "depth-limit", depth)
 
 
 def _entity_sections(reply: str, count: int) -> list[str]:
@@ -355,7 +318,6 @@ METHODS = [MethodSpec(
             Param("top_chunks", 10, "best-ranked chunks that score the candidate entities (k)"),
             Param("references", 10, "reference sentences given to the reasoning prompt"),
             Param("ranker", "dense", "chunk relevance: dense (the --encoder's cosine) or bm25"),
-            Param("exhausted", "knowledge", "no answer by the depth limit: answer from the LLM's own "
-                                            "knowledge (ToG-2) or from the triplets"),
+            s.exhausted_param("ToG-2"),
             Param("seed", 42, "seed of the neighbour samples")),
 )]
