@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import out_console, say
+from adapath.cli.common import LLM_OPTION_HELP, llm_options, out_console, say
 from adapath.errors import InputError
 
 eval_app = typer.Typer(help="Score result files: metrics, tables, plots, comparisons.",
@@ -33,6 +33,7 @@ def eval_report(
     kg: Path | None = typer.Option(None, "--kg", help="Graph (names of all valid answers, triplet recall, traversability)."),
     ablation: list[str] = typer.Option([], "--ablation", help="NAME=FILE result files for the ablation plot."),
     judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance (none: skip)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help="For --judge-llm: " + LLM_OPTION_HELP),
 ) -> None:
     """Write metrics.json, Markdown tables (Tables 2, 4, 11) and PNG plots for a result file."""
     if ctx.invoked_subcommand is not None:
@@ -44,11 +45,12 @@ def eval_report(
     from adapath.eval.report import load_results, table2, write_report
     from adapath.llm import make_backend
 
+    judge_options = llm_options(judge_llm, llm_option)
     query_set = load_query_set(queries)
     graph = KnowledgeGraph.load(kg) if kg else None
     ablations = {name: load_results(path) for name, path in _parse_ablation(ablation).items()}
     metrics = write_report(load_results(results), query_set, graph, out, ablations or None,
-                           judge=make_backend(judge_llm))
+                           judge=make_backend(judge_llm, judge_options))
     out_console.print(table2(metrics, "strict"), markup=False)
     say(f"wrote {out}: metrics.json, table2.md, table4.md, table11.md, plots")
 
