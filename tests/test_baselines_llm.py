@@ -197,6 +197,21 @@ def test_kgarevion_keeps_verified_revises_refuted(graph):
         assert (r.answer, r.answer_source) == ("headache", "braces")
 
 
+def test_names_resolve_to_nodes_and_relations(graph):
+    from adapath.methods._kg_facts import Resolver
+
+    resolver = Resolver(graph)
+    assert resolver.entity("ASPIRIN") == resolver.entity(" aspirin ") == [0]
+    # close names: "headaches" ~ "headache" (ratio 16/17), "ptgs 2" ~ "ptgs2" (10/11), both >= 0.85
+    assert resolver.entity("Headaches") == [3] and resolver.entity("PTGS-2") == [1]
+    # "aspirin tablets" shares words with aspirin but its ratio is 14/22 < 0.85; COX-9 shares nothing
+    assert resolver.entity("aspirin tablets") == [] and resolver.entity("COX-9") == []
+    assert resolver.relation("Side_Effect") == 2 and resolver.relation("targets") == 0
+    assert resolver.relation("indicated") == 1
+    assert resolver.holds([3], 1, [0]) == (3, 1, 0)  # undirected: headache -indication- aspirin
+    assert resolver.holds([0], 0, [3]) is None
+
+
 def test_kgarevion_multiple_choice_one_prompt_per_option(graph):
     backend = ScriptedBackend(rules={"Write knowledge triplets": '{"Triplets": [["aspirin", "target", "PTGS2"]]}'},
                               default="Answer: {C}")

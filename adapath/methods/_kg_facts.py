@@ -52,13 +52,21 @@ def rank_facts(graph: KnowledgeGraph, question: str, question_vector: np.ndarray
     if not facts:
         return []
     texts = [" ".join(fact_names(graph, f)) for f in facts]
-    bm25 = TextIndex.build(texts).scores([question])[:, 0].astype(np.float64)
+    bm25 = bm25_scores(texts, question)
     pool = np.argsort(-bm25, kind="stable")[:prefilter]
     cosine = encoder.encode([texts[i] for i in pool]) @ np.asarray(question_vector, dtype=np.float32)
     mixed = (alpha * minmax_columns(cosine.astype(np.float64)[:, None])[:, 0] +
              (1 - alpha) * minmax_columns(bm25[pool][:, None])[:, 0])
     order = np.lexsort((pool, -mixed))
     return [int(pool[i]) for i in order]
+
+
+def bm25_scores(texts: list[str], query: str) -> np.ndarray:
+    """BM25 of each text for the query; all zero when the texts hold no indexable word."""
+    try:
+        return TextIndex.build(texts).scores([query])[:, 0].astype(np.float64)
+    except ValueError:  # bm25s cannot index a corpus of stop words only
+        return np.zeros(len(texts))
 
 
 def _normal(text: str) -> str:
@@ -69,11 +77,18 @@ def _similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b).ratio()
 
 
+def _grams(name: str) -> str:
+    """A name as its character 3-grams (letters and digits only), for fuzzy candidates."""
+    compact = re.sub(r"[^0-9a-z]", "", name.lower())
+    return " ".join(compact[i:i + 3] for i in range(len(compact) - 2)) or compact
+
+
 class Resolver:
-    """Names an LLM writes, resolved to the graph: an entity to the nodes of that name (case
-    and spacing aside), else to the closest name among BM25's candidates when it is similar
-    enough; a relation to the closest relation name (as KGARevion links every relation to
-    the nearest of the KG's)."""
+    """Names an LLM writes, resolved to the graph: an entity to the nodes of that name (case,
+    spaces, hyphens and underscores aside), else to the most similar of the names BM25 over
+    character 3-grams ranks highest (KGARevion links names with a character 3-gram linker
+    too), if similar enough (``threshold``, difflib's ratio); a relation to the closest
+    relation name (as KGARevion links every relation to the nearest of the KG's)."""
 
     def __init__(self, graph: KnowledgeGraph, threshold: float = 0.85, candidates: int = 10):
         self.graph, self.threshold, self.candidates = graph, threshold, candidates
@@ -83,6 +98,16 @@ class Resolver:
             self.by_name.setdefault(_normal(name), []).append(i)
         self.relations = {_normal(r): code for code, r in enumerate(graph.relation_names)}
         self._index: TextIndex | None = None
+        self._unindexable = False
+
+    def _name_index(self) -> TextIndex | None:
+        """BM25 over the names' 3-grams, built on first use (None when nothing is indexable)."""
+        if self._index is None and not self._unindexable:
+            try:
+                self._index = TextIndex.build([_grams(n) for n in self.names])
+            except ValueError:
+                self._unindexable = True
+        return self._index
 
     def entity(self, name: str) -> list[int]:
         """Nodes a name stands for (several when names repeat across types); [] if none."""
@@ -91,15 +116,17 @@ class Resolver:
             return []
         if key in self.by_name:
             return self.by_name[key]
-        if self._index is None:
-            self._index = TextIndex.build(self.names)
-        scores = self._index.scores([name])[:, 0]
+        index = self._name_index()
+        if index is None:
+            return []
+        scores = index.scores([_grams(name)])[:, 0]
         if not scores.any():
             return []
         top = [int(i) for i in np.argsort(-scores, kind="stable")[: self.candidates] if scores[i] > 0]
         # the most similar candidate name; the higher BM25 rank wins a tie
-        best = max(top, key=lambda i: _similarity(key, _normal(self.names[i])))
-        return self.by_name[_normal(self.names[best])] if _similarity(key, _normal(self.names[best])) >= self.threshold else []
+        similarity = {i: _similarity(key, _normal(self.names[i])) for i in top}
+        best = max(top, key=similarity.__getitem__)
+        return self.by_name[_normal(self.names[best])] if similarity[best] >= self.threshold else []
 
     def relation(self, name: str) -> int:
         """The code of the graph's relation closest to ``name`` (the first on a tie)."""
