@@ -28,14 +28,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    from adapath.datasets.biostrat import query_from_record
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.index import BankIndex
+    from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
     from adapath.methods.adapath import AdaPath
-    from adapath.retrieval.bank_index import BankIndex
     from adapath.retrieval.dense import make_encoder
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_answer_"))
@@ -48,7 +48,7 @@ def main() -> None:
     test = generator.generate(args.test, seed=2, first_id=10**6)
     bank_dir = work / f"bank-{args.scale}-{args.train}"
     if not (bank_dir / "paths.parquet").exists():
-        PathBankBuilder(graph, BankConfig(), graph_dir=kg).build(train, bank_dir)
+        build_bank(graph, training_queries(train), bank_dir, BankConfig(), graph_dir=kg)
     encoder = make_encoder(args.encoder)
     bank = BankIndex(bank_dir, encoder)
     queries = [query_from_record(r, "explicit") for r in test]

@@ -34,8 +34,10 @@ def main() -> None:
     if devices == 0:
         sys.exit("check_gpu: CuPy sees no GPU")
 
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.executors.local import LocalExecutor
+    from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.ppr import PPREngine
     from adapath.engine.synthetic import generate
     from adapath.engine.weights import query_weights
@@ -57,14 +59,14 @@ def main() -> None:
     result["ppr_l1_max"] = float(np.abs(cpu - gpu).sum(axis=0).max())
     result["ppr_agrees_1e-5"] = result["ppr_l1_max"] <= 1e-5
 
-    records = QueryGenerator(graph).generate(args.queries, seed=1)
+    records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
     for device in ("cuda", "cpu"):
         subset = records if device == "cuda" else records[: min(128, len(records))]
         config = BankConfig(batch=args.batch if device == "cuda" else 32, device=device)
-        builder = PathBankBuilder(graph, config, graph_dir=work / "kg")
-        builder.build(subset[:4], work / f"warm-{device}")
+        executor = LocalExecutor()
+        build_bank(graph, subset[:4], work / f"warm-{device}", config, executor, graph_dir=work / "kg")
         clock = time.perf_counter()
-        progress = builder.build(subset, work / f"bank-{device}")
+        progress = build_bank(graph, subset, work / f"bank-{device}", config, executor, graph_dir=work / "kg")
         seconds = time.perf_counter() - clock
         result[f"{device}_queries_per_s"] = len(subset) / seconds
         result[f"{device}_stage_ms"] = {k: 1000 * v / len(subset) for k, v in progress.seconds.items()}

@@ -18,6 +18,7 @@ from adapath.cli.evaluate import eval_app
 from adapath.cli.kg import kg_app
 from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
+from adapath.cli.view import view_cmd
 from adapath.errors import InputError
 from adapath.methods.run import Interrupted
 
@@ -32,6 +33,7 @@ app.command("answer")(answer_cmd)
 app.command("methods")(methods_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
+app.command("view")(view_cmd)
 app.add_typer(llm_app, name="llm")
 
 

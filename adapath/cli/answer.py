@@ -47,6 +47,10 @@ def answer_cmd(
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
     prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
+    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
+    workers: int = typer.Option(0, "--workers", help="ray: batches answered at once (0 = one per CPU of the cluster)."),
+    threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
     limit: int = typer.Option(0, "--limit", help="Answer only the first N questions of each level (0 = all)."),
     force: bool = typer.Option(False, "--force", help="Start over: delete the results and their settings first."),
 ) -> None:
@@ -66,6 +70,10 @@ def answer_cmd(
     from adapath.methods.registry import get_method
     from adapath.methods.run import run_queries
 
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor {executor!r}: choose local or ray")
+    if ray_address and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
     spec = get_method(method)
     backend_options = llm_options(llm, llm_option, device)
     given = parse_pairs(param, "--param")
@@ -96,7 +104,8 @@ def answer_cmd(
         if built_on is not None and built_on != checksum:
             raise InputError(f"{bank}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
                              f"{kg} has {checksum[:12]}); rebuild it with `adapath bank build --kg {kg}`")
-    settings = {"method": method, "params": params, "llm": llm, "llm_options": {k: v for k, v in backend_options.items() if k not in PLACEMENT},
+    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
+    settings = {"method": method, "params": params, "llm": llm, "llm_options": replying,
                 "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
@@ -111,11 +120,16 @@ def answer_cmd(
         if (missing < 0).any():
             raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
                              f"are not in {kg}")
+    runner = None
+    if executor == "ray":
+        from adapath.methods.run_ray import RayAnswerExecutor
+
+        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
     with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task("answer", total=None)
         try:
-            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force,
+            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
                                   on_batch=lambda done, total: bar.update(task, completed=done, total=total))
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}; finished results are kept in {out}") from None

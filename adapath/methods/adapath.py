@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.bank.index import BankIndex
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import Candidate, Group, TraversalState, metapath_codes, reach
@@ -20,7 +21,6 @@ from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
-from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.bm25 import GraphText
 from adapath.retrieval.dense import NodeEmbeddings
 
@@ -241,7 +241,7 @@ def _parse_plans(text: str) -> list[MetaPath]:
 
 
 def _build(context: MethodContext) -> AdaPath:
-    from adapath.retrieval.bank_index import BankIndex
+    from adapath.bank.index import BankIndex
 
     params = context.params
     config = AdaPathConfig(use_metapath=params.get("metapath", True), llm_plan=params.get("plan") == "llm",
