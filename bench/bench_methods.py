@@ -55,12 +55,13 @@ def scripted_backend(graph):
 
 def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[str, object]:
     """The bank and the PathMind model, or why one could not be built."""
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.datasets.biostrat import training_queries
 
     needs: dict[str, object] = {}
     bank = work / "bank"
     if not (bank / "paths.parquet").exists():
-        PathBankBuilder(graph, BankConfig(), graph_dir=kg).build(train, bank)
+        build_bank(graph, training_queries(train), bank, BankConfig(), graph_dir=kg)
     needs["bank"] = bank
     try:
         import torch

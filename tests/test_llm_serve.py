@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from adapath.datasets.biostrat import query_from_record
+from adapath.bank.build import BankConfig, build_bank
+from adapath.datasets.biostrat import query_from_record, training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.pathbank import BankConfig, PathBankBuilder
 from adapath.engine.synthetic import generate
 from adapath.llm import GenerationParams, ScriptedBackend
 from adapath.llm.base import count_tokens
@@ -125,7 +125,7 @@ def demo(tmp_path_factory):
     test = generator.generate(5, seed=2, first_id=1000)
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
-    PathBankBuilder(graph, BankConfig(), graph_dir=root / "kg").build(train, root / "bank")
+    build_bank(graph, training_queries(train), root / "bank", BankConfig(), graph_dir=root / "kg")
     return root, graph, test
 
 
@@ -191,3 +191,24 @@ def test_serve_command_over_another_backend_and_ctrl_c(served):
 def test_serve_command_errors_are_one_line(args, words, capsys):
     code, _, err = run_cli(["llm", "serve", *args], capsys)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_options_that_change_replies_are_part_of_a_results_settings(demo, tmp_path, capsys):
+    root, graph, _ = demo
+    backend = scripted(graph)
+    server = start(backend)
+    out = tmp_path / "io.jsonl"
+    args = ["answer", "--method", "io", "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}",
+            "--llm", f"openai:http://127.0.0.1:{server.server_port}/v1#scripted", "--out", out]
+    try:
+        code, _, err = run_cli(args + ["--llm-option", "temperature=0.5"], capsys)
+        assert code == 0, err
+        assert {p.temperature for p in backend.params_seen} == {0.5}
+        code, _, err = run_cli(args + ["--llm-option", "temperature=0.2"], capsys)
+        assert code == 2 and "made with llm_options=" in err
+        # where the client waits is no reason to refuse a resume
+        code, _, err = run_cli(args + ["--llm-option", "temperature=0.5", "--llm-option", "timeout=30"], capsys)
+        assert code == 0 and "0 new results" in err
+    finally:
+        server.shutdown()
+        server.server_close()

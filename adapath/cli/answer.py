@@ -104,11 +104,12 @@ def answer_cmd(
         if built_on is not None and built_on != checksum:
             raise InputError(f"{bank}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
                              f"{kg} has {checksum[:12]}); rebuild it with `adapath bank build --kg {kg}`")
-    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
-    settings = {"method": method, "params": params, "llm": llm, "llm_options": replying,
-                "encoder": encoder, "queries": queries,
+    settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
+    if replying:  # absent otherwise, so files made before --llm-option still resume
+        settings["llm_options"] = replying
 
     def build():
         backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
