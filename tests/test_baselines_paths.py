@@ -187,7 +187,7 @@ def test_tog_stops_at_depth_one_and_answers_from_knowledge_at_the_limit():
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2).answer([q])
     assert result.extra == {"stopped_at": 2, "stop": "depth-limit"}
-    assert backend.seen[-1] == prompts.graph_free_answer(q.text) and result.fallback == "llm-knowledge"
+    assert backend.seen[-1] == prompts.chain_of_thought(q.text) and result.fallback == "llm-knowledge"
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2, exhausted="paths").answer([q])
     assert backend.seen[-1].startswith("Answer the biomedical question using") and result.fallback == ""

@@ -16,6 +16,7 @@ from adapath.cli.common import say
 from adapath.cli.dataset import dataset_app
 from adapath.cli.evaluate import eval_app
 from adapath.cli.kg import kg_app
+from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
 from adapath.cli.view import view_cmd
 from adapath.errors import InputError
@@ -33,6 +34,7 @@ app.command("methods")(methods_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
 app.command("view")(view_cmd)
+app.add_typer(llm_app, name="llm")
 
 
 def main(argv: list[str] | None = None) -> None:

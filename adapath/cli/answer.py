@@ -7,18 +7,15 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import err_console, out_console, say
+from adapath.cli.common import (
+    LLM_OPTION_HELP,
+    err_console,
+    llm_options,
+    out_console,
+    parse_pairs,
+    say,
+)
 from adapath.errors import InputError
-
-
-def parse_params(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--param {item!r}: expected NAME=VALUE")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _bank_checksum(bank: Path) -> str | None:
@@ -41,6 +38,8 @@ def answer_cmd(
     model: Path | None = typer.Option(None, "--model", help="PathMind model directory (pathmind)."),
     level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
+    device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
     encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
     param: list[str] = typer.Option([], "--param", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
@@ -66,7 +65,7 @@ def answer_cmd(
 
     from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import LLMError, make_backend
+    from adapath.llm import PLACEMENT, LLMError, make_backend
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.methods.run import run_queries
@@ -76,7 +75,8 @@ def answer_cmd(
     if ray_address and executor != "ray":
         raise InputError("--ray-address needs --executor ray")
     spec = get_method(method)
-    given = parse_params(param)
+    backend_options = llm_options(llm, llm_option, device)
+    given = parse_pairs(param, "--param")
     if no_metapath:
         given["metapath"] = "false"
     if llm_plan:
@@ -107,9 +107,12 @@ def answer_cmd(
     settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
+    if replying:  # absent otherwise, so files made before --llm-option still resume
+        settings["llm_options"] = replying
 
     def build():
-        backend = make_backend(llm, tensor_parallel_size=tensor_parallel)
+        backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
         context = MethodContext(graph, kg, backend, encoder, bank, model, params)
         return spec.make(context)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import out_console, say
+from adapath.cli.common import LLM_OPTION_HELP, llm_options, out_console, say
 from adapath.errors import InputError
 
 eval_app = typer.Typer(help="Score result files: metrics, tables, plots, comparisons.",
@@ -49,6 +49,7 @@ def eval_report(
                                        "method, shown beside it in ablations.md and ablations.png (repeat)."),
     judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance of path-finding "
                                   "methods (none: skip)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help="For --judge-llm: " + LLM_OPTION_HELP),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for each EM cell's 95% interval."),
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
 ) -> None:
@@ -64,11 +65,12 @@ def eval_report(
     from adapath.eval.tables import table2, table3
     from adapath.llm import make_backend
 
+    judge_options = llm_options(judge_llm, llm_option)
     questions = _load_questions(queries)
     graph = _load_graph(kg)
     runs = load_result_files(results)
     ablations = load_result_files(ablation, "--ablation") if ablation else None
-    report = write_reports(runs, questions, graph, out, ablations, judge=make_backend(judge_llm),
+    report = write_reports(runs, questions, graph, out, ablations, judge=make_backend(judge_llm, judge_options),
                            resamples=resamples, seed=seed)
     say(report["gold_set"])
     for name, summary in report["methods"].items():

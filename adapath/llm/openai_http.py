@@ -13,7 +13,14 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from adapath.llm.base import Generation, GenerationParams, LLMError, count_tokens
+from adapath.llm.base import (
+    Generation,
+    GenerationParams,
+    LLMError,
+    ParamsArg,
+    count_tokens,
+    per_prompt,
+)
 
 
 class OpenAIHTTPBackend:
@@ -62,8 +69,9 @@ class OpenAIHTTPBackend:
                 last = "malformed reply"
         raise LLMError(f"{self.base_url}: request failed after {self.retries + 1} attempt(s) ({last})")
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         if not prompts:
             return []
+        settings = per_prompt(params, len(prompts))
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
-            return list(pool.map(lambda p: self._request(p, params), prompts))
+            return list(pool.map(self._request, prompts, settings))

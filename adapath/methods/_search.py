@@ -275,7 +275,7 @@ def final_results(graph: KnowledgeGraph, call: LLMCaller, states: list[SearchSta
         if st.answer_from == "paths":
             texts.append(prompts.answer(q.text, unique_triplets(graph, st.kept), q.options))
         elif st.answer_from == "knowledge":
-            texts.append(prompts.graph_free_answer(q.text, q.options))
+            texts.append(prompts.chain_of_thought(q.text, q.options))
         else:
             continue
         owners.append(j)
