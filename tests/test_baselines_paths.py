@@ -417,7 +417,7 @@ def test_answer_command_runs_each_method_end_to_end(name, generated, tmp_path, m
     root, graph, records = generated
     import adapath.llm
 
-    monkeypatch.setattr(adapath.llm, "make_backend", lambda spec, **kw: ScriptedBackend(rules={"": cooperative}))
+    monkeypatch.setattr(adapath.llm, "make_backend", lambda spec, *args, **kw: ScriptedBackend(rules={"": cooperative}))
     out = tmp_path / f"{name}.jsonl"
     code, _, err = run_cli(["answer", "--method", name, "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}",
                             "--out", out, "--llm", "openai:http://127.0.0.1:9/v1#scripted", "--encoder", "hashing",
@@ -455,7 +455,7 @@ def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, 
     root, _, _ = generated
     import adapath.llm
 
-    monkeypatch.setattr(adapath.llm, "make_backend", lambda spec, **kw: ScriptedBackend(rules={"": cooperative}))
+    monkeypatch.setattr(adapath.llm, "make_backend", lambda spec, *args, **kw: ScriptedBackend(rules={"": cooperative}))
     out = tmp_path / "r.jsonl"
     code, _, err = run_cli(["answer", "--method", name, "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}",
                             "--out", out, "--llm", "openai:http://127.0.0.1:9/v1#scripted", "--encoder", "hashing",
