@@ -1,7 +1,8 @@
 """LLM backends behind one protocol: ``generate(prompts, params) -> generations``.
 
 ``make_backend`` turns a spec into a backend: ``none`` (no LLM), ``vllm:MODEL``,
-``openai:URL#MODEL``, ``hf:PATH``, ``gguf:PATH``, with backend options (``--llm-option
+``openai:URL#MODEL`` (or ``openai:URL1,URL2#MODEL`` for several servers of one model),
+``hf:PATH``, ``gguf:PATH``, with backend options (``--llm-option
 KEY=VALUE``) checked against what that backend takes before anything is loaded. Heavy
 packages are imported only by the backend that needs them.
 """
@@ -32,6 +33,7 @@ SAMPLING: dict[str, type] = {"temperature": float, "top_p": float, "max_tokens":
 # Settings that shape how each backend loads its model.
 LOADING: dict[str, dict[str, type]] = {
     "vllm": {"max_model_len": int, "gpu_memory_utilization": float, "tensor_parallel_size": int,
+             "pipeline_parallel_size": int, "distributed_executor_backend": str,
              "enable_prefix_caching": bool, "dtype": str},
     "hf": {"device": str, "dtype": str},
     "gguf": {"n_ctx": int, "n_threads": int, "n_gpu_layers": int},
@@ -40,6 +42,7 @@ LOADING: dict[str, dict[str, type]] = {
 # Options that change where or how fast a model runs, not what it replies: a result file may
 # be resumed with other values of these.
 PLACEMENT = frozenset({"device", "n_threads", "n_gpu_layers", "gpu_memory_utilization", "tensor_parallel_size",
+                       "pipeline_parallel_size", "distributed_executor_backend",
                        "enable_prefix_caching", "timeout", "retries", "concurrency"})
 _SPECS = "none, vllm:MODEL, openai:URL#MODEL, hf:PATH or gguf:PATH"
 
@@ -73,8 +76,12 @@ def _check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
         parsed[key] = _parse_value(key, value, allowed[key])
     ranges = {"temperature": (0.0, 100.0), "top_p": (1e-9, 1.0), "max_tokens": (1, 10**7),
               "gpu_memory_utilization": (1e-9, 1.0), "max_model_len": (1, 10**8), "tensor_parallel_size": (1, 1024),
+              "pipeline_parallel_size": (1, 1024),
               "n_ctx": (1, 10**8), "n_threads": (1, 4096), "n_gpu_layers": (-1, 10**6), "timeout": (1e-3, 1e6),
               "retries": (0, 100), "concurrency": (1, 4096)}
+    backend = parsed.get("distributed_executor_backend")
+    if backend is not None and backend not in ("ray", "mp"):
+        raise InputError(f"--llm-option distributed_executor_backend={backend}: choose ray or mp")
     for key, value in parsed.items():
         if key in ranges and not ranges[key][0] <= value <= ranges[key][1]:
             low, high = ranges[key]

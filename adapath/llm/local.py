@@ -23,11 +23,14 @@ def _looks_like_path(text: str) -> bool:
 
 class VLLMBackend:
     """vLLM offline engine: one ``chat`` call per batch (one sampling setting per prompt);
-    tensor parallel and prefix caching."""
+    prefix caching; tensor and pipeline parallel across GPUs, and across nodes with
+    ``distributed_executor_backend=ray`` (vLLM then places its workers on the Ray cluster this
+    process is connected to; ``ray start`` on each node first)."""
 
     def __init__(self, model: str, tensor_parallel_size: int = 1, enable_prefix_caching: bool = True,
                  max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
-                 dtype: str = "auto"):
+                 dtype: str = "auto", pipeline_parallel_size: int = 1,
+                 distributed_executor_backend: str | None = None):
         if _looks_like_path(model) and not Path(model).expanduser().exists():
             raise InputError(f"vllm:{model}: no model there")
         try:
@@ -37,7 +40,9 @@ class VLLMBackend:
         self.name = f"vllm:{model}"
         self.llm = LLM(model=str(Path(model).expanduser()) if _looks_like_path(model) else model,
                        tensor_parallel_size=tensor_parallel_size, enable_prefix_caching=enable_prefix_caching,
-                       max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype)
+                       max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
+                       pipeline_parallel_size=pipeline_parallel_size,
+                       distributed_executor_backend=distributed_executor_backend)
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         from vllm import SamplingParams
