@@ -23,7 +23,7 @@ from adapath.llm.base import count_tokens
 from adapath.llm.openai_http import OpenAIHTTPBackend
 from adapath.llm.serve import make_server
 from adapath.methods.base import MethodContext
-from adapath.methods.registry import get_method
+from adapath.methods.registry import all_methods, get_method
 from adapath.methods.run import answer_all, load_results
 from tests.conftest import run_cli
 
@@ -126,10 +126,23 @@ def demo(tmp_path_factory):
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
     build_bank(graph, training_queries(train), root / "bank", BankConfig(), graph_dir=root / "kg")
+    code = run_cli_quiet(["pathmind", "train", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}",
+                          "--out", root / "pathmind", "--epochs", "1", "--budget", "60", "--encoder", "hashing"])
+    assert code == 0
     return root, graph, test
 
 
-@pytest.mark.parametrize("method", ["io", "cot", "sc", "cok", "kgarevion", "adapath"])
+def run_cli_quiet(args) -> int:
+    from adapath.cli import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+@pytest.mark.parametrize("method", sorted(all_methods()))
 def test_answer_end_to_end_through_the_http_server(demo, method, tmp_path, capsys):
     """`adapath answer --llm openai:...` against the server gives what the same scripted
     backend gives in memory: answers, paths, LLM calls and prompt tokens."""
@@ -139,6 +152,7 @@ def test_answer_end_to_end_through_the_http_server(demo, method, tmp_path, capsy
     try:
         out = tmp_path / f"{method}.jsonl"
         code, _, err = run_cli(["answer", "--method", method, "--kg", root / "kg", "--bank", root / "bank",
+                                "--model", root / "pathmind",
                                 "--queries", f"biostrat:{root / 'test.jsonl'}", "--encoder", "hashing",
                                 "--llm", f"openai:http://127.0.0.1:{server.server_port}/v1#scripted",
                                 "--out", out, "--batch", "3"], capsys)
@@ -149,8 +163,8 @@ def test_answer_end_to_end_through_the_http_server(demo, method, tmp_path, capsy
     over_http = load_results(out)
     spec = get_method(method)
     reference = scripted(graph)
-    method_object = spec.make(MethodContext(graph, root / "kg", reference, "hashing", root / "bank", None,
-                                            spec.resolve_params({})))
+    method_object = spec.make(MethodContext(graph, root / "kg", reference, "hashing", root / "bank",
+                                            root / "pathmind", spec.resolve_params({})))
     in_memory = answer_all(method_object, [query_from_record(r, "explicit") for r in test], batch=3)
     assert len(over_http) == len(test) and reference.seen  # the method did call the LLM
     for a, b in zip(over_http, in_memory):
