@@ -90,14 +90,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="Also write the measures as JSON here.")
     args = parser.parse_args()
 
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.index import BankIndex
+    from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine import traverse
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
-    from adapath.methods.adapath import AdaPath, query_from_record
-    from adapath.retrieval.bank_index import BankIndex
+    from adapath.methods.adapath import AdaPath
     from adapath.retrieval.dense import make_encoder
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_answer_"))
@@ -112,7 +113,7 @@ def main() -> None:
     test = generator.generate(args.test, seed=2, first_id=10**6)
     bank_dir = work / f"bank-{args.scale}-{args.train}"
     if not (bank_dir / "paths.parquet").exists():
-        PathBankBuilder(graph, BankConfig(), graph_dir=kg).build(train, bank_dir)
+        build_bank(graph, training_queries(train), bank_dir, BankConfig(), graph_dir=kg)
     encoder = make_encoder(args.encoder)  # as `answer` makes it
     bank = BankIndex(bank_dir, encoder)
     queries = [query_from_record(r, "explicit") for r in test]
@@ -164,8 +165,8 @@ def main() -> None:
     results = []
     for lo in range(0, len(queries), args.batch):
         results += scripted.answer(queries[lo:lo + args.batch])
-    calls = sum(r["usage"]["calls"] for r in results) / len(results)
-    tokens = sum(r["usage"]["prompt_tokens"] for r in results) / len(results)
+    calls = sum(r.usage["calls"] for r in results) / len(results)
+    tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
 
     print(f"bench_answer: scale {args.scale}, {graph.num_nodes:,} nodes; bank of {args.train} training "
           f"questions; {len(queries)} test questions; encoder {encoder.name}")

@@ -87,15 +87,16 @@ class Context:
     def small(self):
         """A small graph, its bank and test questions, for the end-to-end answer run."""
         if self._small is None:
+            from adapath.bank.build import BankConfig, build_bank
+            from adapath.datasets.biostrat import training_queries
             from adapath.datasets.generate import QueryGenerator
-            from adapath.engine.pathbank import BankConfig, PathBankBuilder
             from adapath.engine.synthetic import generate
 
             graph = generate(scale=0.02, seed=21)
             graph.save(self.work / "small-kg")
             generator = QueryGenerator(graph)
-            PathBankBuilder(graph, BankConfig(), graph_dir=self.work / "small-kg").build(
-                generator.generate(60, seed=1), self.work / "small-bank")
+            build_bank(graph, training_queries(generator.generate(60, seed=1)), self.work / "small-bank",
+                       BankConfig(), graph_dir=self.work / "small-kg")
             test = generator.generate(self.args.answer_questions, seed=2, first_id=1000)
             (self.work / "small-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
             self._small = (self.work / "small-kg", self.work / "small-bank", self.work / "small-test.jsonl")
@@ -122,18 +123,21 @@ def part_ppr(ctx: Context) -> str:
 
 def part_bank(ctx: Context) -> str:
     cuda_devices()
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.executors.local import LocalExecutor
+    from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
 
     graph, args = ctx.graph, ctx.args
-    records = QueryGenerator(graph).generate(args.queries, seed=1)
+    records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
     rates = {}
     for device, subset, batch in (("cuda", records, args.batch), ("cpu", records[:args.cpu_queries], 32)):
-        builder = PathBankBuilder(graph, BankConfig(batch=batch, device=device), graph_dir=ctx.work / "kg",
-                                  workers=os.cpu_count() or 1)
-        builder.build(subset[:4], ctx.work / f"warm-{device}")  # compile kernels, fill caches
+        config = BankConfig(batch=batch, device=device)
+        executor = LocalExecutor()  # every CPU core on corridors and paths
+        build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
+                   graph_dir=ctx.work / "kg")  # compile kernels, fill caches
         clock = time.perf_counter()
-        builder.build(subset, ctx.work / f"bank-{device}")
+        build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg")
         rates[device] = len(subset) / (time.perf_counter() - clock)
     return (f"{rates['cuda']:.1f} queries/s on the GPU ({len(records)} queries, {os.cpu_count()} CPU workers); "
             f"CPU {rates['cpu']:.1f} queries/s; x{rates['cuda'] / rates['cpu']:.1f}")

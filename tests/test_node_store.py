@@ -267,19 +267,20 @@ def test_kg_embed_cli(tmp_path, capsys):
 def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     import shutil
 
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.index import BankIndex
+    from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
     from adapath.engine.synthetic import generate
-    from adapath.methods.adapath import AdaPath, query_from_record
-    from adapath.retrieval.bank_index import BankIndex
+    from adapath.methods.adapath import AdaPath
 
     generate(scale=0.02, seed=21).save(tmp_path / "on-demand")
     shutil.copytree(tmp_path / "on-demand", tmp_path / "precomputed")
     graph = KnowledgeGraph.load(tmp_path / "on-demand")
     generator = QueryGenerator(graph)
     train, test = generator.generate(60, seed=1), generator.generate(16, seed=2, first_id=1000)
-    PathBankBuilder(graph, BankConfig()).build(train, tmp_path / "bank")
+    build_bank(graph, training_queries(train), tmp_path / "bank", BankConfig())
     queries = [query_from_record(r, "explicit") for r in test]
     results = {}
     for name in ("on-demand", "precomputed"):
@@ -294,8 +295,8 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
             assert pipeline.nodes.precomputed and encoder.texts == 16  # the questions only
         else:
             assert pipeline.nodes.encoded > 0
-    assert any(r["answer"] for r in results["on-demand"])
+    assert any(r.answer for r in results["on-demand"])
     for a, b in zip(results["on-demand"], results["precomputed"]):
-        a, b = dict(a), dict(b)
+        a, b = a.to_json(), b.to_json()
         a.pop("usage"), b.pop("usage")
         assert a == b
