@@ -16,10 +16,10 @@ import numpy as np
 def run(scale, args):
     import torch
 
+    from adapath.datasets.biostrat import query_from_record
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
-    from adapath.methods.adapath import query_from_record
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.train import (
         Featurizer,
@@ -59,8 +59,8 @@ def run(scale, args):
         "hits1": hits_at(model, featurize, held_out, 1), "hits3": hits_at(model, featurize, held_out, 3),
         "degree_hits1": baseline_hits(graph, held_out, "degree", 1), "degree_hits3": baseline_hits(graph, held_out, "degree", 3),
         "random_hits1": baseline_hits(graph, held_out, "random", 1), "random_hits3": baseline_hits(graph, held_out, "random", 3),
-        "calls_per_query": float(np.mean([r["usage"]["calls"] for r in results])),
-        "prompt_tokens_per_query": float(np.mean([r["usage"]["prompt_tokens"] for r in results])),
+        "calls_per_query": float(np.mean([r.usage["calls"] for r in results])),
+        "prompt_tokens_per_query": float(np.mean([r.usage["prompt_tokens"] for r in results])),
         "held_out": len(held_out),
     }
 

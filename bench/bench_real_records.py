@@ -30,12 +30,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.index import BankIndex
+    from adapath.datasets.biostrat import query_from_record, records_query_set, training_queries
     from adapath.engine.synthetic import generate
     from adapath.eval.report import table2, table4, table11, table24, write_report
     from adapath.llm import make_backend
-    from adapath.methods.adapath import AdaPath, query_from_record
-    from adapath.retrieval.bank_index import BankIndex
+    from adapath.methods.adapath import AdaPath
     from adapath.retrieval.dense import make_encoder
 
     work = args.out or Path(tempfile.mkdtemp(prefix="bench_real_"))
@@ -50,7 +51,7 @@ def main() -> None:
     clock = time.perf_counter()
     graph = generate(scale=args.scale, seed=0, evidence=[args.records])
     graph.save(work / "kg", overwrite=True)
-    PathBankBuilder(graph, BankConfig(), graph_dir=work / "kg").build(train, work / "bank")
+    build_bank(graph, training_queries(train), work / "bank", BankConfig(), graph_dir=work / "kg")
     bank_seconds = time.perf_counter() - clock
     encoder = make_encoder(args.encoder)
     pipeline = AdaPath(graph, BankIndex(work / "bank", encoder), encoder, make_backend(args.llm),
@@ -63,8 +64,8 @@ def main() -> None:
             results += pipeline.answer(queries[lo:lo + 16])
     answer_seconds = time.perf_counter() - clock
     with open(work / "answers.jsonl", "w") as handle:
-        handle.write("".join(json.dumps(r) + "\n" for r in results))
-    metrics = write_report(results, test, graph, work / "report")
+        handle.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
+    metrics = write_report(results, records_query_set(test), graph, work / "report")
     print(f"real BioStrat-QA records: {len(train)} in the bank, {len(test)} test x 3 levels; graph scale "
           f"{args.scale} ({graph.num_nodes:,} nodes); encoder {encoder.name}; LLM {args.llm}")
     print(f"bank {bank_seconds:.1f} s; answering {1000 * answer_seconds / len(results):.1f} ms/query; "

@@ -95,3 +95,20 @@ def test_generate_cli(tmp_path, capsys, graph):
     code, _, err = run_cli(["dataset", "generate", "--kg", tmp_path / "kg", "--n", "5",
                             "--hops", "x", "--out", tmp_path / "r.jsonl"], capsys)
     assert code == 2 and "--hops" in err and not (tmp_path / "r.jsonl").exists()
+
+
+def test_answer_cap_and_names(graph):
+    capped = QueryGenerator(graph).generate(30, seed=5, max_answers=3)
+    assert all(1 <= len(r["valid_answer_ids"]) <= 3 for r in capped)
+    uncapped = QueryGenerator(graph).generate(30, seed=5, max_answers=10**9)
+    assert max(len(r["valid_answer_ids"]) for r in uncapped) > 3  # the cap did something here
+    for record in capped:  # every valid answer is named, in id order, by the graph's own names
+        index = graph.index_of(record["valid_answer_ids"])
+        assert record["valid_answer_names"] == [graph.name(i) for i in index]
+
+
+def test_hops_without_a_template_are_rejected(tmp_path, capsys, graph):
+    graph.save(tmp_path / "kg")
+    code, _, err = run_cli(["dataset", "generate", "--kg", tmp_path / "kg", "--n", "5",
+                            "--hops", "1,4", "--out", tmp_path / "q.jsonl"], capsys)
+    assert code == 2 and "no template with 4 hop(s)" in err and not (tmp_path / "q.jsonl").exists()

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
+from adapath.datasets.biostrat import gold_metapath, records_query_set
 from adapath.engine.loaders import load_biostrat
-from adapath.eval.report import gold_metapath, write_report
+from adapath.eval.report import write_report
+from adapath.methods.base import Result
 from tests.conftest import run_cli
 
 
@@ -34,7 +36,8 @@ def results_for(one, two):
 
 def test_hand_worked_report(pair, tmp_path):
     (one, two), graph = pair
-    metrics = write_report(results_for(one, two), [one, two], graph, tmp_path / "r")
+    results = [Result.from_json(r) for r in results_for(one, two)]
+    metrics = write_report(results, records_query_set([one, two]), graph, tmp_path / "r")
     assert metrics["em_strict"] == 50.0  # the first is an exact (case-folded) match
     assert metrics["em_lenient"] == 100.0  # the second is a prefix of its answer
     cell = metrics["cells"]["explicit"]
@@ -47,10 +50,12 @@ def test_hand_worked_report(pair, tmp_path):
     assert metrics["metapath_r1"] == 50.0 and metrics["metapath_r3"] == 100.0
     assert metrics["metapath_mrr"] == pytest.approx(0.75)
     # control signals: only the first result has them: right type, wrong hop count
-    assert metrics["control_accuracy"] == {"explicit": {"answer_type": 100.0, "hops": 0.0}}
-    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "table24.md", "hit_rate_by_depth.png"):
+    assert metrics["control_accuracy"] == {"explicit": {"answer_type": 100.0, "hops": 0.0, "n": 1}}
+    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "table24.md", "hit_rate_by_depth.png",
+                 "recall_by_depth.png", "efficiency.md", "report.md"):
         assert (tmp_path / "r" / name).is_file()
-    assert "| explicit | 100.00 | 0.00 | 50.00 | 50.00 |" in (tmp_path / "r" / "table2.md").read_text()
+    # one method named "results" (the lines carry no method): explicit 1-hop, 2-hop, Avg, Overall
+    assert "| results | 100.00 | 0.00 | 50.00 | 50.00 |" in (tmp_path / "r" / "table2.md").read_text()
 
 
 def test_eval_cli_and_compare(pair, tmp_path, capsys, dev_jsonl):
@@ -69,6 +74,36 @@ def test_eval_cli_and_compare(pair, tmp_path, capsys, dev_jsonl):
     code, out, err = run_cli(["eval", "compare", a, b, "--queries", f"biostrat:{queries}",
                               "--resamples", "200"], capsys)
     assert code == 0, err
-    assert "A - B = +50.00 points" in out
+    # strict: a is right on the 1-hop record only; lenient: on both
+    assert "| explicit | all | 2 | 50.00 | 0.00 | +50.00 [+0.00, +100.00] | 100.00 | 0.00 | +100.00" in out
     code, out, err = run_cli(["eval", "--results", a], capsys)
     assert code == 2 and "needs --results" in err
+
+
+def test_gold_set_is_the_same_with_or_without_the_graph(pair, tmp_path, capsys):
+    """Real records whose valid answers only the graph names: eval without --kg refuses;
+    generated records name every valid answer, so --kg changes nothing."""
+    (one, two), graph = pair
+    several = one | {"valid_answer_ids": [one["answer_entity"]["id"], two["answer_entity"]["id"]]}
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps(several) + "\n")
+    results = tmp_path / "a.jsonl"
+    results.write_text(json.dumps({"id": str(one["data_id"]), "level": "explicit",
+                                   "answer": two["answer_entity"]["name"]}) + "\n")
+    base = ["eval", "--results", results, "--queries", f"biostrat:{queries}"]
+    code, _, err = run_cli(base + ["--out", tmp_path / "r0"], capsys)
+    assert code == 2 and "pass --kg" in err and not (tmp_path / "r0").exists()
+    kg = tmp_path / "kg"
+    graph.save(kg)
+    code, _, err = run_cli(base + ["--out", tmp_path / "r1", "--kg", kg], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "r1" / "metrics.json").read_text())["methods"]["a"]["em_strict"] == 100.0
+    assert "answer names from the records and the graph (--kg): 1 of 1 questions" in err
+    named = several | {"valid_answer_names": [one["answer_entity"]["name"], two["answer_entity"]["name"]]}
+    queries.write_text(json.dumps(named) + "\n")
+    scores = []
+    for extra, name in (([], "r2"), (["--kg", kg], "r3")):
+        code, _, err = run_cli(base + ["--out", tmp_path / name] + extra, capsys)
+        assert code == 0, err
+        scores.append(json.loads((tmp_path / name / "metrics.json").read_text())["methods"]["a"]["em_strict"])
+    assert scores == [100.0, 100.0]

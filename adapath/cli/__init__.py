@@ -10,14 +10,17 @@ import sys
 
 import typer
 
-from adapath.cli.answer import answer_cmd
+from adapath.cli.answer import answer_cmd, methods_cmd
 from adapath.cli.bank import bank_app
 from adapath.cli.common import say
 from adapath.cli.dataset import dataset_app
 from adapath.cli.evaluate import eval_app
 from adapath.cli.kg import kg_app
+from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
+from adapath.cli.view import view_cmd
 from adapath.errors import InputError
+from adapath.methods.run import Interrupted
 
 app = typer.Typer(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
@@ -27,8 +30,11 @@ app.add_typer(kg_app, name="kg")
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(bank_app, name="bank")
 app.command("answer")(answer_cmd)
+app.command("methods")(methods_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
+app.command("view")(view_cmd)
+app.add_typer(llm_app, name="llm")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,6 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     except InputError as exc:
         say(f"adapath: error: {exc}")
         sys.exit(2)
+    except Interrupted as exc:
+        say(f"adapath: {exc}")
+        sys.exit(130)
     except KeyboardInterrupt:
-        say("adapath: interrupted")
+        say("adapath: interrupted; nothing half-written was kept")
         sys.exit(130)

@@ -1,60 +1,60 @@
-"""`adapath answer`: answer questions with a method, resumably."""
+"""`adapath answer` (any registered method, resumably) and `adapath methods` (what there is)."""
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import typer
 
-from adapath.cli.common import err_console, say
+from adapath.cli.common import (
+    LLM_OPTION_HELP,
+    err_console,
+    llm_options,
+    out_console,
+    parse_pairs,
+    say,
+)
 from adapath.errors import InputError
 
 
-def _finished_ids(out: Path) -> set[tuple[str, str]]:
-    """(id, level) of complete result lines; a torn last line (a crash mid-write) is cut off."""
-    if not out.is_file():
-        return set()
-    done = set()
-    good_bytes = 0
-    with open(out, "rb") as handle:
-        for raw in handle:
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-                if not raw.endswith(b"\n"):
-                    raise ValueError
-            except (ValueError, UnicodeDecodeError):
-                break
-            done.add((str(obj["id"]), obj.get("level", "")))
-            good_bytes += len(raw)
-    if good_bytes != out.stat().st_size:
-        with open(out, "r+b") as handle:
-            handle.truncate(good_bytes)
-    return done
-
+def _bank_checksum(bank: Path) -> str | None:
+    manifest = bank / "manifest.json"
+    if not manifest.is_file():
+        raise InputError(f"{bank}: not a Path-Bank (no manifest.json; run `adapath bank build`)")
+    try:
+        return json.loads(manifest.read_text()).get("graph_checksum")
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{manifest}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
 
 
 def answer_cmd(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
-    queries: str = typer.Option(..., "--queries", help="Test queries: biostrat:PATH."),
-    out: Path = typer.Option(..., "--out", help="Result JSONL (resumed if it exists)."),
-    bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (AdaPath)."),
-    method: str = typer.Option("adapath", "--method", help="adapath or pathmind."),
-    model: Path | None = typer.Option(None, "--model", help="PathMind model directory (--method pathmind)."),
-    prioritize: str = typer.Option("model", "--prioritize", help="PathMind: model, shortest or random (ablations)."),
-    level: str = typer.Option("explicit", "--level", help="explicit|implicit|bare|all."),
+    queries: str = typer.Option(..., "--queries", help="Questions: biostrat:PATH, stark:PATH[#split], medddx:PATH or questions:PATH."),
+    out: Path = typer.Option(..., "--out", help="Result JSONL (resumed if it exists; settings kept beside it)."),
+    method: str = typer.Option("adapath", "--method", help="A registered method (see `adapath methods`)."),
+    topics: Path | None = typer.Option(None, "--topics", help="Topic links from `adapath dataset topics` (STaRK-Prime, MedDDx)."),
+    bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (adapath)."),
+    model: Path | None = typer.Option(None, "--model", help="PathMind model directory (pathmind)."),
+    level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
+    device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
     encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
+    param: list[str] = typer.Option([], "--param", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
-    no_metapath: bool = typer.Option(False, "--no-metapath", help="Ablation: free BFS with the same scorer."),
-    llm_plan: bool = typer.Option(False, "--llm-plan", help="Ablation: the LLM proposes meta-paths instead of the Path-Bank."),
+    no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
+    llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
+    prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
-    limit: int = typer.Option(0, "--limit", help="Answer only the first N queries (0 = all)."),
-    force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
+    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
+    workers: int = typer.Option(0, "--workers", help="ray: batches answered at once (0 = one per CPU of the cluster)."),
+    threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
+    limit: int = typer.Option(0, "--limit", help="Answer only the first N questions of each level (0 = all)."),
+    force: bool = typer.Option(False, "--force", help="Start over: delete the results and their settings first."),
 ) -> None:
-    """Answer questions from paths; one JSON object per query and level."""
+    """Answer questions with a method; one JSON line per question and level."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -63,64 +63,102 @@ def answer_cmd(
         TimeRemainingColumn,
     )
 
-    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec
+    from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import LLMError, make_backend
-    from adapath.methods.adapath import AdaPath, AdaPathConfig, query_from_record
-    from adapath.retrieval.bank_index import BankIndex
-    from adapath.retrieval.dense import make_encoder
+    from adapath.llm import PLACEMENT, LLMError, make_backend
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+    from adapath.methods.run import run_queries
 
-    levels = list(LEVELS) if level == "all" else [level]
-    if any(lv not in LEVELS for lv in levels):
-        raise InputError(f"--level {level!r}: choose explicit, implicit, bare or all")
-    if method not in ("adapath", "pathmind"):
-        raise InputError(f"--method {method!r}: choose adapath or pathmind")
-    if method == "adapath" and bank is None:
-        raise InputError("--bank is required for --method adapath")
-    if method == "pathmind" and model is None:
-        raise InputError("--model is required for --method pathmind")
-    if llm_plan and llm == "none":
-        raise InputError("--llm-plan needs an LLM (--llm ...)")
-    records = load_records(parse_spec(queries))
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor {executor!r}: choose local or ray")
+    if ray_address and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
+    spec = get_method(method)
+    backend_options = llm_options(llm, llm_option, device)
+    given = parse_pairs(param, "--param")
+    if no_metapath:
+        given["metapath"] = "false"
+    if llm_plan:
+        given["plan"] = "llm"
+    if prioritize is not None:
+        given["prioritize"] = prioritize
+    params = spec.resolve_params(given)
+    if spec.llm == "required" and llm == "none":
+        raise InputError(f"--method {method} needs an LLM (--llm ...)")
+    query_set = load_query_set(queries, topics=topics)
+    levels = query_set.resolve_levels(level)
+    todo = query_set.queries(levels)
     if limit:
-        records = records[:limit]
+        todo = [q for lv in levels for q in [x for x in todo if x.level == lv][:limit]]
+    skipped = query_set.unanswerable()
+    if skipped:
+        say(f"{skipped} of {len(query_set.items)} questions have no topic ids and are left out "
+            "(link them with `adapath dataset topics` and pass --topics)")
+    if not todo:
+        raise InputError(f"{queries}: no question to answer")
     graph = KnowledgeGraph.load(kg)
-    if force and out.exists():
-        out.unlink()
-    done = _finished_ids(out)
-    todo = [(r, lv) for lv in levels for r in records if (str(r["data_id"]), lv) not in done]
-    backend = make_backend(llm, tensor_parallel_size=tensor_parallel)
-    if method == "pathmind":
-        from adapath.methods.pathmind.infer import MODES, PathMind
-        from adapath.methods.pathmind.train import load_checkpoint
+    checksum = graph.checksum()
+    if "bank" in spec.needs and bank is not None:
+        built_on = _bank_checksum(bank)
+        if built_on is not None and built_on != checksum:
+            raise InputError(f"{bank}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
+                             f"{kg} has {checksum[:12]}); rebuild it with `adapath bank build --kg {kg}`")
+    settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
+                "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
+                "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
+    if replying:  # absent otherwise, so files made before --llm-option still resume
+        settings["llm_options"] = replying
 
-        if prioritize not in MODES:
-            raise InputError(f"--prioritize {prioritize!r}: choose {', '.join(MODES)}")
-        net, train_config = load_checkpoint(model)
-        encoder_model = make_encoder(train_config.encoder)
-        pipeline = PathMind(graph, net, train_config, encoder_model, backend, graph_dir=kg, mode=prioritize)
-    else:
-        encoder_model = make_encoder(encoder)
-        config = AdaPathConfig(use_metapath=not no_metapath, llm_plan=llm_plan)
-        pipeline = AdaPath(graph, BankIndex(bank, encoder_model), encoder_model, backend, config, graph_dir=kg)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-                  TimeRemainingColumn(), console=err_console, transient=True) as bar, \
-            open(out, "a", encoding="utf-8") as handle:
-        task = bar.add_task("answer", total=len(todo), rate="")
-        for lo in range(0, len(todo), batch):
-            chunk = todo[lo:lo + batch]
-            try:
-                results = pipeline.answer([query_from_record(r, lv) for r, lv in chunk])
-            except LLMError as exc:
-                raise InputError(f"LLM backend failed: {exc}; {lo + len(done)} finished results kept in {out}") from None
-            handle.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in results))
-            handle.flush()
-            os.fsync(handle.fileno())
-            elapsed = time.perf_counter() - start
-            bar.update(task, completed=lo + len(chunk), rate=f"{(lo + len(chunk)) / max(elapsed, 1e-9):.1f} q/s")
-    say(f"wrote {out}: {len(todo)} new results ({len(done)} already there) in "
-         f"{time.perf_counter() - start:.1f} s")
+    def build():
+        backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
+        context = MethodContext(graph, kg, backend, encoder, bank, model, params)
+        return spec.make(context)
+
+    for q in todo:
+        missing = graph.index_of(list(q.topic_ids), missing="ignore")
+        if (missing < 0).any():
+            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
+                             f"are not in {kg}")
+    runner = None
+    if executor == "ray":
+        from adapath.methods.run_ray import RayAnswerExecutor
+
+        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
+    with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task("answer", total=None)
+        try:
+            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
+                                  on_batch=lambda done, total: bar.update(task, completed=done, total=total))
+        except LLMError as exc:
+            raise InputError(f"LLM backend failed: {exc}; finished results are kept in {out}") from None
+    say(f"wrote {out}: {summary.new} new results ({summary.already} already there) in {summary.seconds:.1f} s")
+    if llm != "none" and summary.new:
+        say(f"answers read from the LLM reply: {summary.answer_sources.get('braces', 0)} in braces, "
+            f"{summary.answer_sources.get('mentioned', 0)} by a candidate the reply names, "
+            f"{summary.answer_sources.get('best-path', 0)} unreadable (best path's end used), "
+            f"{summary.answer_sources.get('none', 0)} empty")
 
 
+def methods_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """The registered methods: what each is, the paper it follows, the flags it takes."""
+    from rich.table import Table
+
+    from adapath.methods.registry import all_methods
+
+    methods = all_methods()
+    if as_json:
+        print(json.dumps({name: {"summary": s.summary, "paper": s.paper, "llm": s.llm, "needs": list(s.needs),
+                                 "params": {p.name: {"default": p.default, "help": p.help} for p in s.params}}
+                          for name, s in methods.items()}, indent=2))
+        return
+    table = Table(show_lines=False)
+    for column in ("method", "what it is", "follows", "flags"):
+        table.add_column(column, overflow="fold")
+    for name, s in methods.items():
+        table.add_row(name, s.summary, s.paper, s.flags())
+    out_console.print(table)

@@ -13,3 +13,44 @@ err_console = Console(stderr=True)
 def say(message: str) -> None:
     """Status and errors go to stderr as plain single lines (no wrapping)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeatable option as a dict (the last of a repeated name wins)."""
+    from adapath.errors import InputError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+LLM_OPTION_HELP = ("A backend option KEY=VALUE (repeatable): temperature, top_p, max_tokens for any backend; "
+                   "vllm: max_model_len, gpu_memory_utilization, tensor_parallel_size, enable_prefix_caching, "
+                   "dtype; hf: device, dtype; gguf: n_ctx, n_threads, n_gpu_layers; openai: timeout, retries, "
+                   "concurrency.")
+
+
+def llm_options(spec: str, options: list[str], device: str | None = None) -> dict[str, str]:
+    """The ``--llm-option`` items (and ``--device`` for hf:) checked against the backend of
+    ``--llm SPEC`` without loading it, so a typo fails before a long run."""
+    from adapath.errors import InputError
+    from adapath.llm import check_backend
+
+    given = parse_pairs(options, "--llm-option")
+    if device is not None:
+        if not spec.startswith("hf:"):
+            raise InputError(f"--device {device}: applies to the hf: LLM backend only (this is --llm {spec})")
+        given.setdefault("device", device)
+    check_backend(spec, given)
+    return given
+
+
+def make_llm(spec: str, options: list[str], device: str | None = None, tensor_parallel_size: int = 1):
+    """The backend of ``--llm SPEC`` with its ``--llm-option`` items (and ``--device`` for hf:)."""
+    from adapath.llm import make_backend
+
+    return make_backend(spec, llm_options(spec, options, device), tensor_parallel_size=tensor_parallel_size)

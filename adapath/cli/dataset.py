@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import say
+from adapath.cli.common import LLM_OPTION_HELP, llm_options, say
 from adapath.errors import InputError
 
 dataset_app = typer.Typer(help="Generate and load question sets.", no_args_is_help=True)
@@ -32,6 +32,7 @@ def dataset_generate(
     seed: int = typer.Option(0, "--seed"),
     hops: str = typer.Option("1,2,3", "--hops", help="Hop counts to draw templates from."),
     first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
+    max_answers: int = typer.Option(50, "--max-answers", help="Draw again a walk with more valid answers than this."),
 ) -> None:
     """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
     from adapath.datasets.generate import QueryGenerator
@@ -40,8 +41,11 @@ def dataset_generate(
 
     if n < 1:
         raise InputError("--n must be at least 1")
+    if max_answers < 1:
+        raise InputError("--max-answers must be at least 1")
     graph = KnowledgeGraph.load(kg)
-    records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id)
+    records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id,
+                                                max_answers=max_answers)
     with atomic_file(out) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -57,6 +61,7 @@ def dataset_build(
     max_answers: int = typer.Option(50, "--max-answers", help="Drop records with more valid answers."),
     seed: int = typer.Option(0, "--seed"),
     llm: str = typer.Option("none", "--llm", help="Surface forms by an LLM (none: templated forms)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
     force: bool = typer.Option(False, "--force"),
 ) -> None:
     """Build a BioStrat-QA-format dataset from a graph and the 60 templates (5:2:3 split)."""
@@ -65,10 +70,11 @@ def dataset_build(
     from adapath.fsutil import atomic_dir
     from adapath.llm import make_backend
 
+    options = llm_options(llm, llm_option)
     graph = KnowledgeGraph.load(kg)
     config = BuildConfig(per_template=per_template, min_grounding=min_grounding,
                          max_answers=max_answers, seed=seed)
-    splits, stats = build_dataset(graph, config, make_backend(llm))
+    splits, stats = build_dataset(graph, config, make_backend(llm, options))
     with atomic_dir(out, overwrite=force) as tmp:
         for name, records in splits.items():
             (tmp / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -83,7 +89,8 @@ def dataset_topics(
     out: Path = typer.Option(..., "--out", help="Output JSONL: one topic choice per question."),
     stark: Path | None = typer.Option(None, "--stark", help="STaRK-Prime CSV (id, query, answer_ids)."),
     medddx: Path | None = typer.Option(None, "--medddx", help="MedDDx JSONL (see adapath.datasets.medddx)."),
-    llm: str = typer.Option("none", "--llm"),
+    llm: str = typer.Option("none", "--llm", help="LLM that picks the template and entity (none: BM25 and embeddings)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
     encoder: str = typer.Option("minilm", "--encoder"),
     limit: int = typer.Option(0, "--limit"),
 ) -> None:
@@ -99,6 +106,7 @@ def dataset_topics(
 
     if (stark is None) == (medddx is None):
         raise InputError("give exactly one of --stark or --medddx")
+    options = llm_options(llm, llm_option)
     graph = KnowledgeGraph.load(kg)
     if stark is not None:
         items = [(str(q.id), q.query, list(q.answer_ids)) for q in stark_prime.load_questions(stark)]
@@ -112,7 +120,7 @@ def dataset_topics(
     if limit:
         items = items[:limit]
     extractor = TopicExtractor(graph, GraphText.for_graph(graph, kg, b=0.0), make_encoder(encoder),
-                               make_backend(llm))
+                               make_backend(llm, options))
     found = 0
     with atomic_file(out) as handle:
         for qid, text, answers in items:

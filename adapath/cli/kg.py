@@ -130,3 +130,79 @@ def import_biostrat(
     _save_imported(load_biostrat(records), out, force, start)
 
 
+@kg_app.command("embed")
+def kg_embed(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory."),
+    encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
+    batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
+    backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="CPU threads for the encoder (default: all cores; 1 can be faster on busy shared cores)."),
+    dtype: str | None = typer.Option(None, "--dtype", help="float32 (default) or float16 storage; a resumed store keeps its own."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Write the store here instead of KG/cache (also ADAPATH_CACHE_DIR)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing store (stale, foreign or complete)."),
+) -> None:
+    """Encode every node's text once (name + first 300 description characters) into a
+    memory-mapped store that `answer` reads; resumable after an interruption."""
+    import shutil
+
+    from adapath.cli.progress import ProgressReport
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.errors import InputError
+    from adapath.retrieval.cache_dir import GraphCache, can_write
+    from adapath.retrieval.dense import make_encoder, resolve_backend
+    from adapath.retrieval.node_store import (
+        DEFAULT_DTYPE,
+        DTYPES,
+        HEADER,
+        NodeStore,
+        embed_all,
+        expected_header,
+        store_name,
+    )
+
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError(f"--dtype {dtype!r}: choose float32 or float16")
+    graph = KnowledgeGraph.load(kg)
+    model = make_encoder(encoder, device=device, backend=resolve_backend(backend, device), batch_size=batch,
+                         threads=threads)
+    name = store_name(model.name)
+    places = GraphCache(kg, graph.checksum(), cache_dir)
+    expect = expected_header(graph, model.name)
+    path = places.find(name, HEADER)
+    if path is not None and force:
+        if can_write(path.parent):
+            shutil.rmtree(path)
+        path = None  # a read-only store stays; the new one goes to a writable place
+    if path is not None:
+        store = NodeStore.open(path, expect)
+        if dtype is not None and store.header["dtype"] != dtype:
+            raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
+        dtype = store.header["dtype"]
+        if store.complete:
+            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); --force rebuilds it")
+            return
+        store.close()
+    else:
+        path = places.writable(name)
+        if path is None:
+            raise InputError(f"nowhere to write node embeddings for {kg}: pass --cache-dir DIR")
+    dtype = dtype or DEFAULT_DTYPE
+    start = time.perf_counter()
+    finished = 0
+    try:
+        with ProgressReport("kg embed", graph.num_nodes, unit="texts") as report:
+            def on_progress(p):
+                nonlocal finished
+                finished = p.done
+                report.update(p.done, p.rate)
+
+            progress = embed_all(graph, model, path, expect, dtype, chunk=4 * batch, on_progress=on_progress)
+    except KeyboardInterrupt:
+        say(f"interrupted: {finished:,} of {graph.num_nodes:,} node vectors kept in {path}; "
+            "rerun the same command to resume")
+        raise typer.Exit(130) from None
+    seconds = time.perf_counter() - start
+    route = f"{getattr(model, 'device', 'cpu')}/{getattr(model, 'backend', 'numpy')}"
+    say(f"wrote {path}: {graph.num_nodes:,} node vectors ({progress.encoded:,} encoded now; {model.name} "
+        f"on {route}, {dtype}) in {seconds:.1f} s ({progress.rate:.1f} texts/s)")

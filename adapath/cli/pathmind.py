@@ -97,9 +97,8 @@ def pathmind_reasoner_data(
 ) -> None:
     """Reasoner training data from prioritized paths (SFT: answer sets; DPO: path preferences)."""
     check_level(level)
-    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.datasets.biostrat import load_records, parse_spec, query_from_record
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.adapath import query_from_record
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.sft_dpo import reasoner_examples, write_jsonl
     from adapath.methods.pathmind.train import load_checkpoint
@@ -114,8 +113,9 @@ def pathmind_reasoner_data(
     results = []
     with Progress(len(records), "reasoner data", "questions") as bar:
         for lo in range(0, len(records), 32):
-            results += pipeline.answer([query_from_record(r, level) for r in records[lo:lo + 32]])
-            bar.advance(len(records[lo:lo + 32]))
+            chunk = [query_from_record(r, level) for r in records[lo:lo + 32]]
+            results += [r.to_json() for r in pipeline.answer(chunk)]
+            bar.advance(len(chunk))
     rows = reasoner_examples(graph, records, results, stage, seed=seed)
     write_jsonl(rows, out)
     say(f"wrote {out}: {len(rows)} {stage} examples")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapath.bank.query import TrainingQuery
 from adapath.engine.loaders import iter_jsonl
 from adapath.errors import InputError
 
@@ -60,3 +61,86 @@ def answer_names(record: dict, graph=None) -> list[str]:
         index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
         names += [graph.name(i) for i in index if i >= 0]
     return list(dict.fromkeys(names))
+
+
+def gold_metapath(record: dict) -> str:
+    """The record's main-chain meta-path from its path nodes' types and triplet relations."""
+    from adapath.engine.metapath import MetaPath
+
+    types = {int(m["id"]): m["type"] for m in record["node_metadata"]}
+    path = [int(v) for v in record["path_node_ids"]]
+    relations = [t[1] for t in record["triplets"]][: int(record["num_hops"])]
+    node_types = [types.get(v, "") for v in path[: len(relations) + 1]]
+    return str(MetaPath(tuple(node_types), tuple(relations)))
+
+
+def record_gold(record: dict):
+    """A record's gold: answer names it gives, every valid answer id, the reference path."""
+    from adapath.datasets.specs import Gold
+
+    answer = record["answer_entity"]
+    names_by_id = {int(m["id"]): m["name"] for m in record["node_metadata"]}
+    names_by_id[int(answer["id"])] = answer["name"]
+    ids = list(dict.fromkeys([int(answer["id"]), *(int(v) for v in record["valid_answer_ids"])]))
+    extra = record.get("valid_answer_names") or []  # generated records name every valid answer
+    named = [answer["name"], *extra, *(names_by_id[i] for i in ids if i in names_by_id)]
+    unnamed = () if extra else tuple(i for i in ids if i not in names_by_id)
+    return Gold(
+        answer_names=tuple(dict.fromkeys(named)), answer_ids=tuple(ids), unnamed_ids=unnamed,
+        answer_type=answer.get("type", ""), hops=int(record["num_hops"]),
+        template_id=str(record.get("template_id", "")),
+        path_node_ids=tuple(int(v) for v in record["path_node_ids"]),
+        triplets=tuple((str(h), str(r), str(t)) for h, r, t in record["triplets"]),
+        metapath=gold_metapath(record),
+    )
+
+
+def query_from_record(record: dict, level: str):
+    """The only fields inference may read: id, the question at ``level``, the topic ids in
+    the order the record lists them."""
+    from adapath.methods.base import Query
+
+    return Query(str(record["data_id"]), level, record[f"{level}_query"],
+                 tuple(int(k) for k in record["topic_entities"]))
+
+
+def load_query_set(path: str, spec: str):
+    """``biostrat:PATH``: the three question levels, topics in the order the record lists
+    them (what inference reads), and the record's gold."""
+    return records_query_set(load_records(path), spec)
+
+
+def records_query_set(records: list[dict], spec: str = "biostrat:(in memory)"):
+    """BioStrat-QA records already in memory as a query set."""
+    from adapath.datasets.specs import Item, QuerySet
+
+    items = []
+    for record in records:
+        query = query_from_record(record, LEVELS[0])
+        texts = {level: record[f"{level}_query"] for level in LEVELS}
+        items.append(Item(query.id, texts, query.topic_ids, gold=record_gold(record), record=record))
+    return QuerySet(spec, "biostrat", LEVELS, items)
+
+
+def topic_ids_in_path_order(record: dict) -> list[int]:
+    """A record's topic ids, ordered by where its path meets them (first topic first)."""
+    ids = [int(k) for k in record["topic_entities"]]
+    path = [int(v) for v in record["path_node_ids"]]
+    return sorted(ids, key=lambda i: path.index(i) if i in path else len(path))
+
+
+def training_queries(records: list[dict]) -> list[TrainingQuery]:
+    """BioStrat-QA records as the Path-Bank's input."""
+    out = []
+    for record in records:
+        types = {int(m["id"]): m.get("type", "") for m in record["node_metadata"]}
+        topics = topic_ids_in_path_order(record)
+        out.append(TrainingQuery(
+            id=str(record["data_id"]),
+            texts={level: record[f"{level}_query"] for level in LEVELS},
+            topic_ids=tuple(topics), answer_id=int(record["answer_entity"]["id"]),
+            topic_type=types.get(topics[0], ""), answer_type=record["answer_entity"].get("type", ""),
+            hops=int(record["num_hops"]), template_id=str(record.get("template_id", "")),
+            path_ids=tuple(int(v) for v in record["path_node_ids"]),
+        ))
+    return out

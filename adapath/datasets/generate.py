@@ -135,18 +135,26 @@ class QueryGenerator:
             ],
             **texts,
             "valid_answer_ids": [ext(v) for v in valid],
+            "valid_answer_names": [g.name(v) for v in valid],  # so eval needs no graph to name them
         }
 
-    def generate(self, n: int, seed: int, hops=(1, 2, 3), first_id: int = 0) -> list[dict]:
+    def generate(self, n: int, seed: int, hops=(1, 2, 3), first_id: int = 0,
+                 max_answers: int = 50) -> list[dict]:
+        """``n`` records; walks with more than ``max_answers`` valid answers are drawn again
+        (as ``dataset build`` drops them), so one vague question cannot inflate exact match."""
         rng = np.random.default_rng(seed)
         usable = [t for t in self.templates if t.num_hops in set(hops)]
-        if not usable:
-            raise InputError(f"no template with hops {sorted(set(hops))} can be grounded on this graph")
+        missing = sorted(set(hops) - {t.num_hops for t in usable})
+        if missing:
+            raise InputError(f"no template with {missing[0]} hop(s) can be grounded on this graph "
+                             f"(hops with templates: {sorted({t.num_hops for t in self.templates})})")
         records = []
         failures = 0
         while len(records) < n:
             template = usable[int(rng.integers(len(usable)))]
             record = self.sample(template, rng)
+            if record is not None and len(record["valid_answer_ids"]) > max_answers:
+                record = None
             if record is None:
                 failures += 1
                 if failures > MAX_TRIES * max(n, 1):

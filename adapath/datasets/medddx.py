@@ -49,3 +49,14 @@ def load_questions(path: str | Path) -> list[MedDDxQuestion]:
             raise InputError(f"{where}: 'tier' must be one of {', '.join(TIERS)}, got {tier!r}")
         out.append(MedDDxQuestion(str(obj.get("id", lineno)), question.strip(), tuple(options), index, tier))
     return out
+
+
+def load_query_set(path: str, spec: str):
+    """``medddx:PATH``: four options per question, the correct one as gold, tier as group;
+    topics come from ``--topics`` (``adapath dataset topics --medddx``)."""
+    from adapath.datasets.specs import SINGLE_LEVEL, Gold, Item, QuerySet
+
+    items = [Item(q.id, {"question": q.question}, (), q.options,
+                  Gold(answer_names=(q.options[q.answer],), correct_option=q.answer, group=q.tier))
+             for q in load_questions(path)]
+    return QuerySet(spec, "medddx", SINGLE_LEVEL, items)

@@ -77,3 +77,30 @@ def load_split(directory: str | Path, split: str, csv_name: str = "stark_qa.csv"
             raise InputError(f"{index_path}:{lineno}: question {qid} is not in {csv_name}")
         out.append(by_id[qid])
     return out
+
+
+HUMAN_CSV = "stark_qa_human_generated_eval.csv"
+
+
+def load_query_set(rest: str, spec: str):
+    """``stark:PATH[#split]``: PATH is a STaRK-Prime CSV or a folder holding ``stark_qa.csv``
+    and the split index files; split is train, val, test or human (the human-generated CSV).
+    Answers are PrimeKG node ids that only the graph names; topics come from ``--topics``."""
+    from adapath.datasets.specs import SINGLE_LEVEL, Gold, Item, QuerySet
+
+    path_text, _, split = rest.partition("#")
+    path = Path(path_text)
+    folder = path if path.is_dir() else path.parent
+    if split == "human":
+        questions, group = load_questions(folder / HUMAN_CSV if path.is_dir() else path), "human"
+    elif split:
+        csv_name = "stark_qa.csv" if path.is_dir() else path.name
+        questions, group = load_split(folder, split, csv_name), "synthesized"
+    else:
+        csv = path / "stark_qa.csv" if path.is_dir() else path
+        questions = load_questions(csv)
+        group = "human" if csv.name == HUMAN_CSV else "synthesized"
+    items = [Item(str(q.id), {"question": q.query}, (),
+                  gold=Gold(answer_ids=q.answer_ids, unnamed_ids=q.answer_ids, group=group))
+             for q in questions]
+    return QuerySet(spec, "stark", SINGLE_LEVEL, items)

@@ -55,3 +55,63 @@ def parse_control(text: str, answer_types: list[str], max_hop: int) -> tuple[str
     if hops is not None and not 1 <= hops <= max_hop:
         hops = None
     return answer_type, hops
+
+
+def read_answer(reply: str, candidates: list[str], best: str = "") -> tuple[str, str]:
+    """The answer in a reply and how it was read.
+
+    ``braces``: the ``{...}`` the prompt asked for; ``mentioned``: no braces, but the reply
+    names one of ``candidates`` (the longest such name, earliest on ties); ``best-path``: the
+    reply is unreadable, so ``best`` (the best path's end) stands in; ``none``: nothing at all.
+    """
+    braced = parse_answer(reply)
+    if braced:
+        return braced, "braces"
+    lowered = (reply or "").lower()
+    mentioned = [(-len(c), lowered.find(c.lower()), c) for c in candidates if c and c.lower() in lowered]
+    if mentioned:
+        return min(mentioned)[2], "mentioned"
+    return (best, "best-path") if best else ("", "none")
+
+
+def read_option(reply: str, options: list[str]) -> tuple[str, str]:
+    """A multiple-choice reply as an option letter (A-D) and how it was read."""
+    letters = "ABCDEFGH"[: len(options)]
+    text = parse_answer(reply) or (reply or "")
+    match = re.search(r"\b([A-H])\b", text.strip()[:3]) if text.strip() else None
+    if match and match.group(1) in letters:
+        return match.group(1), "braces" if parse_answer(reply) else "mentioned"
+    lowered = text.lower()
+    named = [(-len(o), lowered.find(o.lower()), i) for i, o in enumerate(options) if o and o.lower() in lowered]
+    if named:
+        return letters[min(named)[2]], "mentioned"
+    return "", "none"
+
+
+def read_reply(reply: str, options: tuple[str, ...] | list[str], candidates: list[str] = (),
+               best: str = "") -> tuple[str, str]:
+    """A final reply read the way its prompt asked: an option letter for multiple choice,
+    else ``read_answer``'s free-text answer and fall-backs."""
+    if options:
+        return read_option(reply, list(options))
+    return read_answer(reply, list(candidates), best)
+
+
+_GROUP = re.compile(r"[\[(]([^\[\]()]*)[\])]")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+
+
+def parse_triplets(text: str) -> list[tuple[str, str, str]]:
+    """Every ``(head, relation, tail)`` or ``[head, relation, tail]`` in a reply (JSON lists
+    or bare tuples; quoted names may hold commas), in order, duplicates dropped."""
+    out: list[tuple[str, str, str]] = []
+    for match in _GROUP.finditer(text or ""):
+        body = match.group(1)
+        quoted = [a if a else b for a, b in _QUOTED.findall(body)]
+        parts = quoted if len(quoted) == 3 else [p for p in body.split(",")]
+        parts = [p.strip().strip("\"'").strip() for p in parts]
+        if len(parts) == 3 and all(parts):
+            triplet = (parts[0], parts[1], parts[2])
+            if triplet not in out:
+                out.append(triplet)
+    return out

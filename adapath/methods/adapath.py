@@ -9,35 +9,20 @@ field (triplets, path ids, answers) reaches a prompt or a scorer.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.bank.index import BankIndex
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import Candidate, Group, TraversalState, metapath_codes, reach
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
-from adapath.llm.parse import parse_answer, parse_choice, parse_control
-from adapath.retrieval.bank_index import BankIndex
+from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.retrieval.bm25 import GraphText
 from adapath.retrieval.dense import NodeEmbeddings
-
-
-@dataclass
-class Query:
-    id: str
-    level: str
-    text: str
-    topic_ids: list[int]  # external ids, first topic first
-
-
-def query_from_record(record: dict, level: str) -> Query:
-    """The only fields inference may read: id, the question at ``level``, the topic ids
-    (in the order the record lists them)."""
-    topics = [int(k) for k in record["topic_entities"]]
-    return Query(str(record["data_id"]), level, record[f"{level}_query"], topics)
 
 
 @dataclass
@@ -54,6 +39,8 @@ class AdaPathConfig:
 
 
 class AdaPath:
+    name = "adapath"
+
     def __init__(self, graph: KnowledgeGraph, bank: BankIndex, encoder, llm: LLMBackend | None = None,
                  config: AdaPathConfig | None = None, graph_dir=None):
         self.graph, self.bank, self.encoder, self.llm = graph, bank, encoder, llm
@@ -61,21 +48,10 @@ class AdaPath:
         self.text = GraphText.for_graph(graph, graph_dir, b=0.0)
         self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
         self.answer_types = list(graph.type_names)
-
-    # ------------------------------------------------------------------ LLM helper
-    def _generate(self, prompt_list: list[str], owners: list[int], usages: list[Usage],
-                  params: GenerationParams | None = None) -> list[str]:
-        if not prompt_list:
-            return []
-        clock = time.perf_counter()
-        generations = self.llm.generate(prompt_list, params or self.config.params)
-        seconds = time.perf_counter() - clock
-        for owner, generation in zip(owners, generations):
-            usages[owner].add([generation], seconds, share=1.0 / len(generations))
-        return [g.text for g in generations]
+        self._generate = LLMCaller(llm, self.config.params)
 
     # ------------------------------------------------------------------ the batch
-    def answer(self, queries: list[Query]) -> list[dict]:
+    def answer(self, queries: list[Query]) -> list[Result]:
         g, c = self.graph, self.config
         n = len(queries)
         usages = [Usage() for _ in queries]
@@ -142,14 +118,12 @@ class AdaPath:
         results = self._answers(queries, states, control, embeddings, usages)
         self.nodes.flush()
         for j, result in enumerate(results):
-            result.update({
-                "metapaths": [{"metapath": str(mp), "score": round(float(s), 6)} for mp, s in surviving[j]],
-                "retrieved": [{"id": self.bank.ids[r.index], "similarity": round(r.similarity, 6)}
-                              for r in retrieved[j]],
-                "control": control[j], "fallback": fallback[j], "usage": usages[j].as_dict(),
-                "explored": {str(d): [int(g.node_id[v]) for v in nodes]
-                             for d, nodes in sorted(states[j].explored.items())},
-            })
+            result.metapaths = [{"metapath": str(mp), "score": round(float(s), 6)} for mp, s in surviving[j]]
+            result.extra["retrieved"] = [{"id": self.bank.ids[r.index], "similarity": round(r.similarity, 6)}
+                                         for r in retrieved[j]]
+            result.control, result.fallback, result.usage = control[j], fallback[j], usages[j].as_dict()
+            result.explored = {str(d): [int(g.node_id[v]) for v in nodes]
+                               for d, nodes in sorted(states[j].explored.items())}
         return results
 
     # ------------------------------------------------------------------ pieces
@@ -211,7 +185,7 @@ class AdaPath:
                 chosen[j] = [flats[j][i] for i in picks]
         return chosen
 
-    def _answers(self, queries, states, control, embeddings, usages) -> list[dict]:
+    def _answers(self, queries, states, control, embeddings, usages) -> list[Result]:
         g, c = self.graph, self.config
         results, prompt_list, owners = [], [], []
         for j, state in enumerate(states):
@@ -230,22 +204,26 @@ class AdaPath:
                     if (a, r, b) not in seen and len(triples) < c.max_triplets:
                         seen.add((a, r, b))
                         triples.append((a, r, b))
-            result = {
-                "id": queries[j].id, "level": queries[j].level,
-                "answer": g.name(paths[0].nodes[-1]) if paths else "", "raw": "",
-                "paths": [[[int(g.node_id[a]), g.relation_names[r], int(g.node_id[b])]
-                           for a, r, b in zip(p.nodes[:-1], p.relations, p.nodes[1:])] for p in paths],
-            }
-            results.append(result)
+            best = g.name(paths[0].nodes[-1]) if paths else ""
+            results.append(Result(
+                queries[j].id, queries[j].level, best, method=self.name,
+                answer_source="extractive" if best else "none",
+                paths=[[[int(g.node_id[a]), g.relation_names[r], int(g.node_id[b])]
+                        for a, r, b in zip(p.nodes[:-1], p.relations, p.nodes[1:])] for p in paths]))
             if self.llm is not None:
                 named = [(g.name(a), g.relation_names[r], g.name(b)) for a, r, b in triples]
-                prompt_list.append(prompts.answer(queries[j].text, named))
+                prompt_list.append(prompts.answer(queries[j].text, named, queries[j].options))
                 owners.append(j)
         if self.llm is not None:
             replies = self._generate(prompt_list, owners, usages)
             for j, reply in zip(owners, replies):
-                results[j]["raw"] = reply
-                results[j]["answer"] = parse_answer(reply)
+                result = results[j]
+                result.raw = reply
+                if queries[j].options:
+                    result.answer, result.answer_source = read_option(reply, list(queries[j].options))
+                else:
+                    ends = list(dict.fromkeys(g.name(p.nodes[-1]) for p in states[j].complete))
+                    result.answer, result.answer_source = read_answer(reply, ends, result.answer)
         return results
 
 
@@ -260,3 +238,31 @@ def _parse_plans(text: str) -> list[MetaPath]:
         except (InputError, ValueError):  # an unparsable plan line is simply skipped
             continue
     return plans
+
+
+def _build(context: MethodContext) -> AdaPath:
+    from adapath.bank.index import BankIndex
+
+    params = context.params
+    config = AdaPathConfig(use_metapath=params.get("metapath", True), llm_plan=params.get("plan") == "llm",
+                           beam=params.get("beam", 3), narrow=params.get("narrow", 5),
+                           max_depth=params.get("max_depth", 3))
+    if config.llm_plan and context.llm is None:
+        raise InputError("plan=llm (--llm-plan) needs an LLM (--llm ...)")
+    if params.get("plan") not in ("bank", "llm"):
+        raise InputError(f"--param plan={params.get('plan')!r}: choose bank or llm")
+    encoder = context.encoder()
+    return AdaPath(context.graph, BankIndex(context.bank, encoder), encoder, context.llm, config,
+                   graph_dir=context.graph_dir)
+
+
+METHODS = [MethodSpec(
+    "adapath", "Path-Bank meta-paths guide a typed walk from the topic; an LLM or cosine picks frontiers",
+    "AdaPath (Path-Bank retrieval Eq. 6, control signals, guided traversal, §3.2)", _build,
+    llm="optional", needs=("bank",),
+    params=(Param("metapath", True, "follow retrieved meta-paths (false: free BFS, the w/o meta-path ablation)"),
+            Param("plan", "bank", "where meta-paths come from: bank, or llm (the w/o Path-Bank ablation)"),
+            Param("beam", 3, "next-frontier width"),
+            Param("narrow", 5, "candidates kept per group by cosine"),
+            Param("max_depth", 3, "most hops walked")),
+)]

@@ -4,3 +4,27 @@ priority, single-call reasoning, and SFT + path-level DPO training of the reason
 torch and torch-geometric are needed here (``pip install -e ".[train]"``); importing
 ``adapath`` alone never imports them.
 """
+
+from adapath.methods.base import MethodContext, MethodSpec, Param
+
+
+def _build(context: MethodContext):
+    from adapath.errors import InputError
+    from adapath.methods.pathmind.infer import MODES, PathMind
+    from adapath.methods.pathmind.train import load_checkpoint
+    from adapath.retrieval.dense import make_encoder
+
+    mode = context.params.get("prioritize", "model")
+    if mode not in MODES:
+        raise InputError(f"--prioritize {mode!r}: choose {', '.join(MODES)}")
+    net, train_config = load_checkpoint(context.model)
+    return PathMind(context.graph, net, train_config, make_encoder(train_config.encoder), context.llm,
+                    graph_dir=context.graph_dir, mode=mode, k=context.params.get("k", 3))
+
+
+METHODS = [MethodSpec(
+    "pathmind", "a learned A*-like path priority picks top-K entities; one LLM call reasons over their paths",
+    "PathMind (Retrieve-Prioritize-Reason)", _build, llm="optional", needs=("model",),
+    params=(Param("prioritize", "model", "model, or the ablations shortest and random"),
+            Param("k", 3, "entities selected")),
+)]

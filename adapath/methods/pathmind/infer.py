@@ -20,7 +20,8 @@ from scipy.sparse.csgraph import dijkstra
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
-from adapath.llm.parse import parse_answer
+from adapath.llm.parse import read_answer, read_option
+from adapath.methods.base import Result
 from adapath.methods.pathmind.subgraph import SubgraphBuilder
 from adapath.methods.pathmind.train import Example, Featurizer, TrainConfig
 from adapath.retrieval.dense import NodeEmbeddings
@@ -29,6 +30,8 @@ MODES = ("model", "shortest", "random")
 
 
 class PathMind:
+    name = "pathmind"
+
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, mode: str = "model", seed: int = 0, max_prompt_tokens: int = 2048):
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
@@ -104,9 +107,9 @@ class PathMind:
             out.append([(a, relation[a * n + b], b) for a, b in zip(walk[:-1], walk[1:])])
         return out
 
-    def answer(self, queries) -> list[dict]:
+    def answer(self, queries) -> list[Result]:
         g = self.graph
-        results, prompt_list, usages = [], [], [Usage() for _ in queries]
+        results, prompt_list, candidates, usages = [], [], [], [Usage() for _ in queries]
         examples = self.examples(queries)
         for q, ex, (priority, cost) in zip(queries, examples, self.prioritize_many(examples)):
             chosen, explored = self.select(ex, priority)
@@ -114,34 +117,38 @@ class PathMind:
             nodes = ex.subgraph.nodes
             paths = [[[int(g.node_id[nodes[a]]), g.relation_names[r], int(g.node_id[nodes[b]])] for a, r, b in p]
                      for p in local_paths]
-            results.append({
-                "id": q.id, "level": q.level, "answer": g.name(nodes[chosen[0]]) if chosen else "", "raw": "",
-                "paths": paths, "prioritized": [int(g.node_id[nodes[v]]) for v in chosen],
-                "explored": {str(t): [int(g.node_id[nodes[v]]) for v in vs] for t, vs in explored.items()},
-                "metapaths": [], "control": {}, "fallback": "" if self.mode == "model" else self.mode,
-            })
+            best = g.name(nodes[chosen[0]]) if chosen else ""
+            results.append(Result(
+                q.id, q.level, best, method=self.name, answer_source="extractive" if best else "none",
+                paths=paths, explored={str(t): [int(g.node_id[nodes[v]]) for v in vs] for t, vs in explored.items()},
+                fallback="" if self.mode == "model" else self.mode,
+                extra={"prioritized": [int(g.node_id[nodes[v]]) for v in chosen]}))
             if self.llm is not None:
                 prompt_list.append(self._prompt(q.text, [[(g.name(nodes[a]), g.relation_names[r], g.name(nodes[b]))
-                                                          for a, r, b in p] for p in local_paths]))
+                                                          for a, r, b in p] for p in local_paths], q.options))
+                candidates.append([g.name(nodes[v]) for v in chosen])
         if self.llm is not None:
             clock = time.perf_counter()
             generations = self.llm.generate(prompt_list, GenerationParams(max_tokens=64))
             seconds = time.perf_counter() - clock
-            for result, usage, generation in zip(results, usages, generations):
+            for q, result, usage, generation, names in zip(queries, results, usages, generations, candidates):
                 usage.add([generation], seconds, 1.0 / len(generations))
-                result["raw"] = generation.text
-                result["answer"] = parse_answer(generation.text)
+                result.raw = generation.text
+                if q.options:
+                    result.answer, result.answer_source = read_option(generation.text, list(q.options))
+                else:
+                    result.answer, result.answer_source = read_answer(generation.text, names, result.answer)
         self.nodes.flush()
         for result, usage in zip(results, usages):
-            result["usage"] = usage.as_dict()
+            result.usage = usage.as_dict()
         return results
 
-    def _prompt(self, question: str, named_paths: list[list[tuple[str, str, str]]]) -> str:
+    def _prompt(self, question: str, named_paths: list[list[tuple[str, str, str]]], options=()) -> str:
         """The single reasoning prompt, cut to ``max_prompt_tokens`` by dropping whole paths."""
         keep = list(named_paths)
         while True:
             triplets = [t for p in keep for t in p]
-            prompt = prompts.answer(question, triplets)
+            prompt = prompts.answer(question, triplets, tuple(options))
             if count_tokens(prompt) <= self.max_prompt_tokens or not keep:
                 return prompt
             keep.pop()

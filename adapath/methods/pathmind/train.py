@@ -100,10 +100,12 @@ class Featurizer:
                 torch.as_tensor(sub.rel, dtype=torch.long))
 
     def encode_nodes(self, examples: list[Example], progress: bool = False, chunk: int = 4096) -> None:
-        """Encode the text of every subgraph node once, up front (not inside the first epoch)."""
-        todo = np.unique(np.concatenate([e.subgraph.nodes for e in examples])) if examples else np.zeros(0, int)
-        todo = todo[~self.nodes.done[todo]]
-        with _progress(progress and len(todo) > 0, len(todo), "node text", "nodes") as bar:
+        """Encode the text of every subgraph node once, up front (not inside the first epoch);
+        nothing to do where a complete store (``adapath kg embed``) serves every node."""
+        if getattr(self.nodes, "precomputed", False) or not examples:
+            return
+        todo = np.unique(np.concatenate([e.subgraph.nodes for e in examples]))
+        with _progress(progress, len(todo), "node text", "nodes") as bar:
             for lo in range(0, len(todo), chunk):
                 self.nodes.get(todo[lo:lo + chunk])
                 bar.advance(len(todo[lo:lo + chunk]))

@@ -1,0 +1,144 @@
+"""Query specs: one table from ``KIND:PATH`` to a loaded ``QuerySet``.
+
+A ``QuerySet`` is what every command consumes: items with their question text per level and
+topic ids (what inference may read, as ``Query`` objects) and, apart, their gold (what only
+evaluation reads). Records are parsed here and in the dataset modules the table names, and
+nowhere else.
+
+| spec | what | levels |
+|---|---|---|
+| ``biostrat:PATH`` | BioStrat-QA JSONL (real or generated) | explicit, implicit, bare |
+| ``stark:PATH[#split]`` | STaRK-Prime CSV, or a folder with ``stark_qa.csv`` and the split index files; split ``train``, ``val``, ``test`` or ``human`` | question |
+| ``medddx:PATH`` | MedDDx multiple choice JSONL | question |
+| ``questions:PATH`` | question-only JSONL: ``id``, ``question``, ``topic_ids`` (or ``topic_entities``), optional ``options`` | question |
+
+STaRK-Prime and MedDDx questions come without topic entities: ``adapath dataset topics``
+links them, and its output is given with ``topics=`` (``--topics`` on the command line).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapath.errors import InputError
+from adapath.methods.base import Query
+
+SINGLE_LEVEL = ("question",)
+
+# kind -> (module, loader function, one-line description)
+KINDS = {
+    "biostrat": ("adapath.datasets.biostrat", "load_query_set", "BioStrat-QA JSONL"),
+    "stark": ("adapath.datasets.stark_prime", "load_query_set", "STaRK-Prime CSV or folder, #split"),
+    "medddx": ("adapath.datasets.medddx", "load_query_set", "MedDDx multiple-choice JSONL"),
+    "questions": ("adapath.datasets.questions", "load_query_set", "question-only JSONL"),
+}
+
+
+@dataclass(frozen=True)
+class Gold:
+    """What evaluation compares against; inference never sees it."""
+
+    answer_names: tuple[str, ...] = ()  # names the records give, main answer first
+    answer_ids: tuple[int, ...] = ()  # external ids of every valid answer
+    unnamed_ids: tuple[int, ...] = ()  # valid answers the records do not name (a graph can)
+    answer_type: str = ""
+    hops: int | None = None
+    template_id: str = ""
+    path_node_ids: tuple[int, ...] = ()  # the reference path, topic first
+    triplets: tuple[tuple[str, str, str], ...] = ()  # named (head, relation, tail), path order
+    metapath: str = ""  # the reference path's typed signature
+    correct_option: int | None = None  # multiple choice: 0-based index
+    group: str = ""  # the benchmark's own split (STaRK: synthesized | human; MedDDx: tier)
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    texts: dict[str, str]  # level -> question text
+    topic_ids: tuple[int, ...] = ()  # external ids, first topic first
+    options: tuple[str, ...] = ()
+    gold: Gold | None = None
+    record: dict | None = field(default=None, compare=False, repr=False)  # the source record
+
+    def query(self, level: str) -> Query:
+        return Query(self.id, level, self.texts[level], self.topic_ids, self.options)
+
+
+@dataclass
+class QuerySet:
+    spec: str
+    kind: str
+    levels: tuple[str, ...]
+    items: list[Item]
+
+    def resolve_levels(self, level: str | None) -> list[str]:
+        """``None`` -> the first level; ``all`` -> every level; else that level, checked."""
+        if level is None:
+            return [self.levels[0]]
+        if level == "all":
+            return list(self.levels)
+        if level not in self.levels:
+            raise InputError(f"--level {level!r}: {self.spec} has levels {', '.join(self.levels)} (or all)")
+        return [level]
+
+    def queries(self, levels: list[str]) -> list[Query]:
+        """Queries level by level; items without topic ids cannot be answered and are left out."""
+        return [item.query(level) for level in levels for item in self.items if item.topic_ids]
+
+    def unanswerable(self) -> int:
+        return sum(1 for item in self.items if not item.topic_ids)
+
+    def gold(self) -> dict[str, Gold]:
+        missing = [item.id for item in self.items if item.gold is None]
+        if missing:
+            raise InputError(f"{self.spec}: question {missing[0]!r} has no gold answer; "
+                             "evaluation needs records with answers")
+        return {item.id: item.gold for item in self.items}
+
+    def by_id(self) -> dict[str, Item]:
+        return {item.id: item for item in self.items}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in KINDS or not rest:
+        kinds = ", ".join(f"{k}:PATH" for k in KINDS)
+        raise InputError(f"query spec {spec!r}: expected one of {kinds}")
+    return kind, rest
+
+
+def load_query_set(spec: str, topics: str | Path | None = None) -> QuerySet:
+    """Load a spec; ``topics`` is a topic-link JSONL from ``adapath dataset topics``."""
+    kind, rest = parse_spec(spec)
+    module, function, _ = KINDS[kind]
+    loader = getattr(importlib.import_module(module), function)
+    query_set = loader(rest, spec)
+    if topics is not None:
+        apply_topics(query_set, topics)
+    ids = [item.id for item in query_set.items]
+    if len(set(ids)) != len(ids):
+        seen = set()
+        duplicate = next(i for i in ids if i in seen or seen.add(i))
+        raise InputError(f"{spec}: question id {duplicate!r} occurs twice")
+    return query_set
+
+
+def apply_topics(query_set: QuerySet, path: str | Path) -> None:
+    """Give each item the topic ids that ``adapath dataset topics`` chose for it."""
+    from adapath.engine.loaders import iter_jsonl
+
+    links = {}
+    for lineno, row in iter_jsonl(path):
+        if "id" not in row:
+            raise InputError(f"{path}:{lineno}: a topic link needs 'id'")
+        ids = row.get("topic_ids")
+        if ids is None:
+            continue  # the extractor found no topic for this question
+        try:
+            links[str(row["id"])] = tuple(int(v) for v in ids)
+        except (TypeError, ValueError):
+            raise InputError(f"{path}:{lineno}: topic_ids must be a list of integers") from None
+    query_set.items = [Item(item.id, item.texts, links.get(item.id, item.topic_ids), item.options, item.gold,
+                            item.record) for item in query_set.items]

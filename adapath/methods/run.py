@@ -1,0 +1,182 @@
+"""The resumable batch runner every command and bench uses to answer questions.
+
+- Finished (id, level) pairs already in the output are skipped; a line torn by a crash is cut
+  off; each batch's lines are flushed and fsynced before the next batch starts.
+- The settings a result file was made with sit beside it (``FILE.settings.json``); resuming
+  with other settings is refused, so one file never mixes two runs.
+- The output file is created only when the first batch is done: a run that fails on its
+  input leaves nothing behind.
+- Batches run through an executor: ``LocalExecutor`` here; others (e.g. Ray) shard the same
+  batches and hand back results in batch order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from adapath.errors import InputError
+from adapath.methods.base import Method, Query, Result
+
+UNPARSED = ("mentioned", "best-path", "none")
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; ``kept`` results are safely on disk."""
+
+    def __init__(self, kept: int, out: Path):
+        super().__init__(f"interrupted: {kept} results kept in {out}; rerun the same command to resume")
+        self.kept = kept
+
+
+class Executor(Protocol):
+    def run(self, build: Callable[[], Method], batches: list[list[Query]]) -> Iterator[list[Result]]:
+        """Results of each batch, in batch order."""
+        ...
+
+
+class LocalExecutor:
+    """Builds the method once in this process and answers the batches one after another."""
+
+    def __init__(self):
+        self.method: Method | None = None
+
+    def run(self, build: Callable[[], Method], batches: list[list[Query]]) -> Iterator[list[Result]]:
+        for batch in batches:
+            if self.method is None:
+                self.method = build()
+            yield self.method.answer(batch)
+
+
+@dataclass
+class RunSummary:
+    new: int = 0
+    already: int = 0
+    seconds: float = 0.0
+    answer_sources: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unparsed(self) -> int:
+        return sum(self.answer_sources.get(k, 0) for k in UNPARSED)
+
+
+def settings_path(out: Path) -> Path:
+    return out.with_name(out.name + ".settings.json")
+
+
+def finished_pairs(out: Path) -> set[tuple[str, str]]:
+    """(id, level) of complete result lines; a torn last line (a crash mid-write) is cut off."""
+    if not out.is_file():
+        return set()
+    done = set()
+    good_bytes = 0
+    with open(out, "rb") as handle:
+        for raw in handle:
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+                if not raw.endswith(b"\n"):
+                    raise ValueError
+            except (ValueError, UnicodeDecodeError):
+                break
+            done.add((str(obj["id"]), obj.get("level", "")))
+            good_bytes += len(raw)
+    if good_bytes != out.stat().st_size:
+        with open(out, "r+b") as handle:
+            handle.truncate(good_bytes)
+    return done
+
+
+def check_settings(out: Path, settings: dict, force: bool) -> None:
+    """Start over with ``force``; else refuse to resume a file made with other settings."""
+    sidecar = settings_path(out)
+    if force:
+        for path in (out, sidecar):
+            if path.exists():
+                path.unlink()
+        return
+    if not out.exists():
+        return
+    if not sidecar.is_file():
+        raise InputError(f"{out}: results without their settings file {sidecar.name}; "
+                         "pass --force to start over")
+    old = json.loads(sidecar.read_text())
+    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)]
+    if changed:
+        key = changed[0]
+        raise InputError(f"{out}: made with {key}={old.get(key)!r}, now {key}={settings.get(key)!r}; "
+                         "pass --force to start over or choose another --out")
+
+
+def _write_settings(out: Path, settings: dict) -> None:
+    sidecar = settings_path(out)
+    tmp = sidecar.with_name(f".{sidecar.name}.tmp")
+    tmp.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    os.replace(tmp, sidecar)
+
+
+def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Path, *,
+                settings: dict | None = None, batch: int = 16, force: bool = False,
+                executor: Executor | None = None,
+                on_batch: Callable[[int, int], None] | None = None) -> RunSummary:
+    """Answer ``queries`` into the JSONL file ``out``, resuming what is there.
+
+    ``build`` makes the method (lazily: nothing is built when every query is done);
+    ``settings`` describe the run for the settings file; ``on_batch(done, total)`` reports
+    progress after each batch.
+    """
+    if batch < 1:
+        raise InputError("--batch must be at least 1")
+    out = Path(out)
+    settings = dict(settings or {})
+    check_settings(out, settings, force)
+    done = finished_pairs(out)
+    todo = [q for q in queries if (q.id, q.level) not in done]
+    summary = RunSummary(already=len(queries) - len(todo))
+    batches = [todo[lo:lo + batch] for lo in range(0, len(todo), batch)]
+    start = time.perf_counter()
+    handle = None
+    try:
+        for results in (executor or LocalExecutor()).run(build, batches):
+            if handle is None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _write_settings(out, settings)
+                handle = open(out, "a", encoding="utf-8")
+            handle.write("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in results))
+            handle.flush()
+            os.fsync(handle.fileno())
+            summary.new += len(results)
+            for r in results:
+                summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
+            if on_batch is not None:
+                on_batch(summary.new, len(todo))
+    except KeyboardInterrupt:
+        raise Interrupted(summary.already + summary.new, out) from None
+    finally:
+        if handle is not None:
+            handle.close()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def load_results(path: str | Path) -> list[Result]:
+    """Every result line of a file; a malformed line names the file and line."""
+    from adapath.engine.loaders import iter_jsonl
+
+    out = []
+    for lineno, obj in iter_jsonl(path):
+        try:
+            out.append(Result.from_json(obj))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"{path}:{lineno}: {exc}") from None
+    return out
+
+
+def answer_all(method: Method, queries: Iterable[Query], batch: int = 16) -> list[Result]:
+    """In memory, no file: the benches' and tests' way to answer a list of queries."""
+    queries = list(queries)
+    return [r for lo in range(0, len(queries), batch) for r in method.answer(queries[lo:lo + batch])]
