@@ -202,6 +202,10 @@ def test_half_edges_given_in_storage_order_match_direct_formulas():
     want = reference_forward(model, *inputs)
     for a, b in zip(got, want):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+    grads = torch.autograd.grad(got[0].sum() + got[1].sum(), list(model.parameters()))
+    want_grads = torch.autograd.grad(want[0].sum() + want[1].sum(), list(model.parameters()))
+    for (name, _), a, b in zip(model.named_parameters(), grads, want_grads):
+        assert torch.allclose(a, b, rtol=1e-3, atol=1e-5), name
 
 
 def test_batch_of_subgraphs_scores_each_as_alone(trained):
