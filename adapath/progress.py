@@ -11,7 +11,7 @@ least one such line was written (short loops stay silent; their caller reports t
     with Progress(len(items), "epoch 3", unit="questions") as bar:
         for batch in batches:
             ...
-            bar.advance(len(batch))
+            bar.advance(len(batch))       # or bar.update(done)
 
     for item in track(items, "node text", unit="nodes"):
         ...
@@ -86,6 +86,10 @@ class Progress:
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
             text += f", ETA {format_seconds(eta) if eta != float('inf') else '?'}"
         return text
+
+    def update(self, done: int) -> None:
+        """Set the count of work done (for loops that know it rather than each step's size)."""
+        self.advance(done - self.done)
 
     def advance(self, n: int = 1) -> None:
         self.done += n

@@ -75,3 +75,15 @@ def test_quiet_counts_without_output():
             clock.now += 10.0
             bar.advance()
     assert bar.done == 5 and stream.getvalue() == ""
+
+
+def test_update_sets_the_count():
+    clock, stream = FakeClock(), io.StringIO()
+    with Progress(40, "answer", unit="q", stream=stream, interval=5.0, clock=clock) as bar:
+        clock.now += 5.0
+        bar.update(10)
+        clock.now += 5.0
+        bar.update(30)
+    assert stream.getvalue().splitlines() == ["answer: 10/40 q (25%), 2.0 q/s, ETA 15s",
+                                              "answer: 30/40 q (75%), 3.0 q/s, ETA 3s",
+                                              "answer: 30 q in 10s, 3.0 q/s"]
