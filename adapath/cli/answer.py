@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from adapath.cli.common import (
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
     LLM_OPTION_HELP,
     err_console,
     llm_options,
@@ -38,10 +40,10 @@ def answer_cmd(
     model: Path | None = typer.Option(None, "--model", help="PathMind model directory (pathmind)."),
     level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
-    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
     device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
-    encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
-    param: list[str] = typer.Option([], "--param", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import err_console, say
+from adapath.cli.common import command_group, err_console, say
 from adapath.errors import InputError
 
-bank_app = typer.Typer(help="Build and inspect Path-Banks.", no_args_is_help=True)
+bank_app = command_group("Build and inspect Path-Banks.")
 
 
 def _ladder(text: str) -> tuple[int, ...]:
