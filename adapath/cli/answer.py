@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from adapath.cli.common import (
+    CACHE_DIR_HELP,
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
@@ -16,6 +17,7 @@ from adapath.cli.common import (
     out_console,
     parse_pairs,
     say,
+    use_cache_dir,
 )
 from adapath.errors import InputError
 
@@ -55,8 +57,10 @@ def answer_cmd(
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
     limit: int = typer.Option(0, "--limit", help="Answer only the first N questions of each level (0 = all)."),
     force: bool = typer.Option(False, "--force", help="Start over: delete the results and their settings first."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
+    use_cache_dir(cache_dir)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

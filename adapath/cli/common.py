@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -67,3 +68,18 @@ def command_group(help: str, **kwargs) -> typer.Typer:
     reads the same in a terminal and a log), help shown when called bare."""
     kwargs.setdefault("no_args_is_help", True)
     return typer.Typer(help=help, rich_markup_mode=None, **kwargs)
+
+
+CACHE_DIR_HELP = ("Where derived caches (BM25 indexes, node embeddings) are written and looked up first; "
+                  "default: the graph's cache/ folder when writable (also ADAPATH_CACHE_DIR).")
+
+
+def use_cache_dir(cache_dir) -> None:
+    """``--cache-dir`` for this run: the same as setting ADAPATH_CACHE_DIR (every cache reader
+    and writer, in this process and the workers it starts, looks there first)."""
+    if cache_dir is not None:
+        import os
+
+        from adapath.retrieval.cache_dir import ENV
+
+        os.environ[ENV] = str(Path(cache_dir).absolute())

@@ -8,12 +8,14 @@ from pathlib import Path
 import typer
 
 from adapath.cli.common import (
+    CACHE_DIR_HELP,
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
     command_group,
     llm_options,
     say,
+    use_cache_dir,
 )
 from adapath.errors import InputError
 
@@ -100,8 +102,10 @@ def dataset_topics(
     llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
     encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
     limit: int = typer.Option(0, "--limit", help="Link only the first N questions (0 = all)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Extract topic entities for questions that come with answers only (Appendix C)."""
+    use_cache_dir(cache_dir)
     from adapath.datasets import medddx as medddx_module
     from adapath.datasets import stark_prime
     from adapath.datasets.topics import TopicExtractor
