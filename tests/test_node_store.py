@@ -300,3 +300,38 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
         a, b = a.to_json(), b.to_json()
         a.pop("usage"), b.pop("usage")
         assert a == b
+
+
+def test_cache_dir_flag_serves_a_read_only_graph(tmp_path, capsys, monkeypatch):
+    """bank build and answer on a graph folder nobody may write: --cache-dir takes the caches."""
+    import json
+    import stat
+
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.synthetic import generate
+    from adapath.retrieval.cache_dir import ENV
+    from tests.conftest import run_cli
+
+    monkeypatch.setenv(ENV, "")  # restored after the test: --cache-dir sets it for the run
+    kg = tmp_path / "kg"
+    generate(scale=0.01, seed=3).save(kg)
+    records = QueryGenerator(KnowledgeGraph.load(kg)).generate(12, seed=1)
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    mode = kg.stat().st_mode
+    kg.chmod(stat.S_IREAD | stat.S_IEXEC)
+    try:
+        caches = tmp_path / "caches"
+        code, _, err = run_cli(["bank", "build", "--kg", kg, "--queries", f"biostrat:{tmp_path / 'q.jsonl'}",
+                                "--out", tmp_path / "bank", "--cache-dir", caches], capsys)
+        assert code == 0, err
+        code, _, err = run_cli(["answer", "--kg", kg, "--bank", tmp_path / "bank", "--queries",
+                                f"biostrat:{tmp_path / 'q.jsonl'}", "--encoder", "hashing", "--out",
+                                tmp_path / "a.jsonl", "--cache-dir", caches, "--limit", "3"], capsys)
+        assert code == 0, err
+    finally:
+        kg.chmod(mode)
+    assert not (kg / "cache").exists()
+    written = [p.name for p in caches.rglob("*") if p.is_file()]
+    assert any("bm25" in name or name.endswith(".npz") for name in written), written
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 3

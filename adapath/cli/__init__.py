@@ -24,7 +24,7 @@ from adapath.methods.run import Interrupted
 
 app = typer.Typer(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
-    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None,
 )
 app.add_typer(kg_app, name="kg")
 app.add_typer(dataset_app, name="dataset")

@@ -8,12 +8,16 @@ from pathlib import Path
 import typer
 
 from adapath.cli.common import (
+    CACHE_DIR_HELP,
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
     LLM_OPTION_HELP,
     err_console,
     llm_options,
     out_console,
     parse_pairs,
     say,
+    use_cache_dir,
 )
 from adapath.errors import InputError
 
@@ -38,10 +42,10 @@ def answer_cmd(
     model: Path | None = typer.Option(None, "--model", help="PathMind model directory (pathmind)."),
     level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
-    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
     device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
-    encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
-    param: list[str] = typer.Option([], "--param", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
@@ -53,8 +57,10 @@ def answer_cmd(
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
     limit: int = typer.Option(0, "--limit", help="Answer only the first N questions of each level (0 = all)."),
     force: bool = typer.Option(False, "--force", help="Start over: delete the results and their settings first."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
+    use_cache_dir(cache_dir)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

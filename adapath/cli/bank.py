@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import err_console, say
+from adapath.cli.common import CACHE_DIR_HELP, command_group, err_console, say, use_cache_dir
 from adapath.errors import InputError
 
-bank_app = typer.Typer(help="Build and inspect Path-Banks.", no_args_is_help=True)
+bank_app = command_group("Build and inspect Path-Banks.")
 
 
 def _ladder(text: str) -> tuple[int, ...]:
@@ -43,8 +43,10 @@ def bank_build(
     tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
     search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
     force: bool = typer.Option(False, "--force", help="Start over instead of resuming (the old bank is removed once the inputs check out)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
+    use_cache_dir(cache_dir)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

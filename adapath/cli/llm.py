@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from adapath.cli.common import LLM_OPTION_HELP, make_llm, say
+from adapath.cli.common import LLM_OPTION_HELP, command_group, make_llm, say
 from adapath.errors import InputError
 
-llm_app = typer.Typer(help="Serve an LLM backend to other runs.", no_args_is_help=True)
+llm_app = command_group("Serve an LLM backend to other runs.")
 
 
 @llm_app.command("serve")
@@ -16,7 +16,7 @@ def llm_serve(
     port: int = typer.Option(8000, "--port", help="TCP port (0: a free one, printed at start)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only; the server has no authentication)."),
     name: str = typer.Option("adapath", "--name", help="The model name clients give: --llm openai:http://HOST:PORT/v1#NAME."),
-    llm_option: list[str] = typer.Option([], "--llm-option", help=LLM_OPTION_HELP),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
     device: str | None = typer.Option(None, "--device", help="Device of the hf: backend: cpu (default), cuda, cuda:N or mps."),
     max_batch: int = typer.Option(64, "--max-batch", help="Most prompts handed to the backend in one call."),
     batch_wait_ms: float = typer.Option(5.0, "--batch-wait-ms", help="How long to gather requests into one batch (ms)."),

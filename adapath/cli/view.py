@@ -27,7 +27,7 @@ def parse_results_options(items: list[str]) -> dict[str, Path]:
 
 
 def view_cmd(
-    results: list[str] = typer.Option(..., "--results", help="Result JSONL of a method: FILE or NAME=FILE (repeat to compare methods)."),
+    results: list[str] = typer.Option(..., "--results", metavar="[NAME=]FILE", help="Result JSONL of a method: FILE or NAME=FILE (repeat to compare methods)."),
     queries: str = typer.Option(..., "--queries", help="The questions: biostrat:PATH, stark:PATH, medddx:PATH or questions:PATH."),
     kg: Path = typer.Option(..., "--kg", help="Graph directory (names and types of the nodes on the paths)."),
     out: Path = typer.Option(..., "--out", help="HTML file to write (self-contained, opens offline)."),
