@@ -309,7 +309,7 @@ def cli_setup(tmp_path_factory):
 
 def train_args(root, out, *extra):
     return ["pathmind", "train", "--kg", root / "kg", "--queries", f"biostrat:{root / 'q.jsonl'}", "--out", out,
-            "--epochs", "1", "--budget", "40", *extra]
+            "--epochs", "1", "--budget", "40", "--encoder", "hashing", *extra]
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import say
+from adapath.cli.common import CACHE_DIR_HELP, DEFAULT_ENCODER, ENCODER_HELP, say, use_cache_dir
 from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.progress import Progress
@@ -45,7 +45,7 @@ def pathmind_train(
     queries: str = typer.Option(..., "--queries", help="Training questions: biostrat:PATH."),
     out: Path = typer.Option(..., "--out", help="Model directory to write (safetensors + config.json)."),
     level: str = typer.Option("explicit", "--level", help="Question wording: explicit, implicit or bare."),
-    encoder: str = typer.Option("hashing", "--encoder", help="Query and node-text encoder."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
     epochs: int = typer.Option(20, "--epochs", help="Most epochs (early stopping on validation Hits@3)."),
     budget: int = typer.Option(400, "--budget", help="Subgraph node budget."),
     hops: int = typer.Option(3, "--hops", help=f"k of the k-hop subgraph, and rounds T (1-{MAX_HOPS})."),
@@ -53,6 +53,7 @@ def pathmind_train(
     threads: int = typer.Option(1, "--threads", help="torch threads (the sparse products run on one)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split, the shuffling and the initial weights."),
     force: bool = typer.Option(False, "--force", help="Replace an existing model directory."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -62,6 +63,7 @@ def pathmind_train(
     check_train_options(level, epochs, budget, hops, batch, threads)
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
+    use_cache_dir(cache_dir)
     import torch
 
     from adapath.datasets.biostrat import load_records, parse_spec
@@ -94,9 +96,11 @@ def pathmind_reasoner_data(
     out: Path = typer.Option(..., "--out", help="JSONL in trl's conversational format."),
     level: str = typer.Option("explicit", "--level", help="Question wording: explicit, implicit or bare."),
     seed: int = typer.Option(0, "--seed", help="Seed of the rejected (DPO) paths."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Reasoner training data from prioritized paths (SFT: answer sets; DPO: path preferences)."""
     check_level(level)
+    use_cache_dir(cache_dir)
     from adapath.datasets.biostrat import load_records, parse_spec, query_from_record
     from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.pathmind.infer import PathMind
