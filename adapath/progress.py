@@ -19,6 +19,7 @@ least one such line was written (short loops stay silent; their caller reports t
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -39,13 +40,16 @@ class Progress:
     """Counts work done towards ``total`` (None: unknown) and shows it on ``stream``.
 
     ``bar``: None picks by ``stream.isatty()``; True or False forces the rich bar or the
-    plain lines. ``quiet``: count only, show nothing (library calls that a caller runs
+    plain lines. ``interval``: seconds between lines in a log (default: the environment's
+    ``ADAPATH_PROGRESS_INTERVAL``, else 5). ``quiet``: count only, show nothing (library calls that a caller runs
     silently). ``clock`` is injectable for tests.
     """
 
     def __init__(self, total: int | None, label: str, unit: str = "items", *, stream: TextIO | None = None,
-                 interval: float = 5.0, bar: bool | None = None, quiet: bool = False,
+                 interval: float | None = None, bar: bool | None = None, quiet: bool = False,
                  clock: Callable[[], float] = time.monotonic):
+        if interval is None:
+            interval = float(os.environ.get("ADAPATH_PROGRESS_INTERVAL", "5"))
         self.total, self.label, self.unit, self.interval, self.clock = total, label, unit, interval, clock
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
@@ -54,6 +58,8 @@ class Progress:
         if quiet:
             self.use_bar, self.interval = False, float("inf")
         self.done = 0
+        self.initial = 0  # work done before this run (a resumed job): counted, not in the rate
+        self.detail = ""  # what the loop is doing inside a step (an LLM call, say)
         self.lines = 0
         self.start = self.clock()
         self._next_line = self.start + self.interval
@@ -70,8 +76,14 @@ class Progress:
             self._task = self._bar.add_task(label, total=total, rate="")
 
     def rate(self) -> float:
-        """Units per second since the start."""
-        return self.done / max(self.clock() - self.start, 1e-9)
+        """Units per second since the start (work this run did)."""
+        return (self.done - self.initial) / max(self.clock() - self.start, 1e-9)
+
+    def set_total(self, total: int | None, done: int = 0) -> None:
+        """Size the loop once it is known; ``done`` units were finished by an earlier run."""
+        self.total, self.done, self.initial = total, done, done
+        if self._bar is not None:
+            self._bar.update(self._task, total=total, completed=done)
 
     def line(self) -> str:
         """The plain progress line for the current state."""
@@ -85,16 +97,25 @@ class Progress:
         if self.total is not None:
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
             text += f", ETA {format_seconds(eta) if eta != float('inf') else '?'}"
+        if self.detail:
+            text += f"; {self.detail}"
         return text
 
     def update(self, done: int) -> None:
         """Set the count of work done (for loops that know it rather than each step's size)."""
         self.advance(done - self.done)
 
+    def note(self, detail: str) -> None:
+        """Say what the current step is doing; in a log it shows on the next periodic line, so a
+        long step (a batch of LLM calls) still writes lines while no unit finishes."""
+        self.detail = detail
+        self.advance(0)
+
     def advance(self, n: int = 1) -> None:
         self.done += n
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, rate=f"{self.rate():.1f} {self.unit}/s")
+            rate = f"{self.rate():.1f} {self.unit}/s" + (f"  {self.detail}" if self.detail else "")
+            self._bar.update(self._task, completed=self.done, rate=rate)
             return
         now = self.clock()
         if now >= self._next_line:
@@ -107,7 +128,7 @@ class Progress:
             self._bar = None
         elif self.lines:
             elapsed = self.clock() - self.start
-            self._write(f"{self.label}: {self.done} {self.unit} in {format_seconds(elapsed)}, "
+            self._write(f"{self.label}: {self.done - self.initial} {self.unit} in {format_seconds(elapsed)}, "
                         f"{self.rate():.1f} {self.unit}/s")
 
     def _write(self, text: str) -> None:

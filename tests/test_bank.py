@@ -200,8 +200,9 @@ def test_threaded_pair_stage_gives_the_same_bank(small, tmp_path):
         pq.read_table(root / "bank" / "paths.parquet"))
 
 
-def test_bank_build_takes_the_papers_parameters(small, tmp_path, capsys):
+def test_bank_build_takes_the_papers_parameters(small, tmp_path, capsys, monkeypatch):
     root, graph, records, _ = small
+    monkeypatch.setenv("ADAPATH_PROGRESS_INTERVAL", "0")  # a log line per batch
     config = BankConfig(beta=0.5, eta=0.7, alpha=0.3, ladder=(100, 400), per_hop=2, max_hop=3)
     spec = tmp_path / "q.jsonl"
     spec.write_text("".join(json.dumps(r) + "\n" for r in records[:3]))
@@ -209,6 +210,7 @@ def test_bank_build_takes_the_papers_parameters(small, tmp_path, capsys):
                             "--out", tmp_path / "bank", "--beta", "0.5", "--eta", "0.7", "--alpha", "0.3",
                             "--ladder", "100,400", "--per-hop", "2", "--max-hop", "3"], capsys)
     assert code == 0, err
+    assert "bank: 3/3 queries (100%)" in err  # progress lines when stderr is a log, not a terminal
     manifest = json.loads((tmp_path / "bank" / "manifest.json").read_text())
     assert manifest["parameters"] == config.signature()
     rows = pq.read_table(tmp_path / "bank" / "paths.parquet").to_pylist()

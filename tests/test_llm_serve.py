@@ -3,6 +3,7 @@ LLM for end-to-end runs of `adapath answer` with every method."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -226,3 +227,30 @@ def test_options_that_change_replies_are_part_of_a_results_settings(demo, tmp_pa
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_answer_logs_progress_per_llm_step(demo, tmp_path, capsys, monkeypatch):
+    """In a log (stderr not a terminal) `answer` writes a line per LLM call, not only per batch,
+    and the lines count every call the method makes."""
+    monkeypatch.setenv("ADAPATH_PROGRESS_INTERVAL", "0")  # a line whenever anything happens
+    root, graph, test = demo
+    server = start(scripted(graph))
+    try:
+        code, _, err = run_cli(["answer", "--method", "tog", "--kg", root / "kg",
+                                "--queries", f"biostrat:{root / 'test.jsonl'}", "--encoder", "hashing",
+                                "--llm", f"openai:http://127.0.0.1:{server.server_port}/v1#scripted",
+                                "--out", tmp_path / "tog.jsonl", "--batch", "5"], capsys)
+        assert code == 0, err
+    finally:
+        server.shutdown()
+        server.server_close()
+    reference = scripted(graph)  # the same method in memory: how many LLM calls one batch of 5 makes
+    spec = get_method("tog")
+    method_object = spec.make(MethodContext(graph, root / "kg", reference, "hashing", None, None,
+                                            spec.resolve_params({})))
+    answer_all(method_object, [query_from_record(r, "explicit") for r in test], batch=5)
+    steps = [re.search(r"; LLM call (\d+): (\d+) prompts in [\d.]+ s$", line) for line in err.splitlines()]
+    logged = sorted({(int(m[1]), int(m[2])) for m in steps if m})
+    assert len(reference.batches) > 1
+    assert logged == list(enumerate(reference.batches, start=1))
+    assert "answer: 5/5 questions (100%)" in err  # the batch's end

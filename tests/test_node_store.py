@@ -237,14 +237,17 @@ def test_unwritable_explicit_cache_dir_is_a_clear_error(tmp_path):
         _writable(locked)
 
 
-def test_kg_embed_cli(tmp_path, capsys):
+def test_kg_embed_cli(tmp_path, capsys, monkeypatch):
     from adapath.engine.synthetic import generate
+
+    monkeypatch.setenv("ADAPATH_PROGRESS_INTERVAL", "0")  # a log line per chunk
 
     generate(scale=0.005, seed=4).save(tmp_path / "kg")
     code, _, err = run_cli(["kg", "embed", "--kg", tmp_path / "kg", "--encoder", "hashing", "--batch", "50",
                             "--dtype", "float16"], capsys)
     assert code == 0, err
     assert "kg embed:" in err and "texts/s" in err  # plain progress lines when stderr is no terminal
+    assert "texts (100%)" in err
     path = tmp_path / "kg" / "cache" / "emb-hashing-512-300"
     header = json.loads((path / "store.json").read_text())
     assert header["dtype"] == "float16" and np.load(path / "done.npy").all()

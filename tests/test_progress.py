@@ -87,3 +87,27 @@ def test_update_sets_the_count():
     assert stream.getvalue().splitlines() == ["answer: 10/40 q (25%), 2.0 q/s, ETA 15s",
                                               "answer: 30/40 q (75%), 3.0 q/s, ETA 3s",
                                               "answer: 30 q in 10s, 3.0 q/s"]
+
+
+def test_resumed_work_counts_in_done_not_in_the_rate():
+    clock, stream = FakeClock(), io.StringIO()
+    with Progress(None, "answer", unit="questions", stream=stream, interval=5.0, clock=clock) as bar:
+        bar.set_total(100, done=40)  # 40 finished by an earlier run
+        clock.now += 6.0
+        bar.update(52)  # 12 new in 6 s: 2/s, 48 left -> 24 s
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "answer: 52/100 questions (52%), 2.0 questions/s, ETA 24s"
+    assert lines[1] == "answer: 12 questions in 6s, 2.0 questions/s"
+
+
+def test_a_note_writes_a_line_while_no_unit_finishes():
+    # a batch of slow LLM calls: nothing finishes for 12 s, yet the log hears of each step
+    clock, stream = FakeClock(), io.StringIO()
+    bar = Progress(32, "answer", unit="questions", stream=stream, interval=5.0, clock=clock)
+    for step in range(1, 5):
+        clock.now += 3.0
+        bar.note(f"LLM step {step}: 16 prompts")
+    lines = stream.getvalue().splitlines()
+    # lines at 6 s (step 2) and 12 s (step 4); the 3 s and 9 s steps fall inside the interval
+    assert lines == ["answer: 0/32 questions (0%), 0.0 questions/s, ETA ?; LLM step 2: 16 prompts",
+                     "answer: 0/32 questions (0%), 0.0 questions/s, ETA ?; LLM step 4: 16 prompts"]

@@ -12,7 +12,6 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
-    err_console,
     llm_options,
     out_console,
     parse_pairs,
@@ -61,20 +60,13 @@ def answer_cmd(
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
     use_cache_dir(cache_dir)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
     from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import PLACEMENT, LLMError, make_backend
+    from adapath.llm import PLACEMENT, LLMError, ObservedBackend, make_backend
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.methods.run import run_queries
+    from adapath.progress import Progress
 
     if executor not in ("local", "ray"):
         raise InputError(f"--executor {executor!r}: choose local or ray")
@@ -117,8 +109,18 @@ def answer_cmd(
     if replying:  # absent otherwise, so files made before --llm-option still resume
         settings["llm_options"] = replying
 
+    bar = Progress(None, "answer", unit="questions")
+    steps = 0
+
+    def on_step(prompts: int, seconds: float) -> None:
+        nonlocal steps
+        steps += 1
+        bar.note(f"LLM call {steps}: {prompts} prompts in {seconds:.1f} s")
+
     def build():
         backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
+        if backend is not None and executor == "local":  # Ray workers report per batch only
+            backend = ObservedBackend(backend, on_step)
         context = MethodContext(graph, kg, backend, encoder, bank, model, params)
         return spec.make(context)
 
@@ -132,12 +134,10 @@ def answer_cmd(
         from adapath.methods.run_ray import RayAnswerExecutor
 
         runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
-    with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err_console, transient=True) as bar:
-        task = bar.add_task("answer", total=None)
+    with bar:
         try:
             summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
-                                  on_batch=lambda done, total: bar.update(task, completed=done, total=total))
+                                  progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}; finished results are kept in {out}") from None
     say(f"wrote {out}: {summary.new} new results ({summary.already} already there) in {summary.seconds:.1f} s")

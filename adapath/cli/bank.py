@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import CACHE_DIR_HELP, command_group, err_console, say, use_cache_dir
+from adapath.cli.common import CACHE_DIR_HELP, command_group, say, use_cache_dir
 from adapath.errors import InputError
 
 bank_app = command_group("Build and inspect Path-Banks.")
@@ -47,18 +47,11 @@ def bank_build(
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
     use_cache_dir(cache_dir)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.executors import make_executor
     from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
     from adapath.engine.graph import KnowledgeGraph
+    from adapath.progress import Progress
 
     if level not in LEVELS:
         raise InputError(f"--level {level!r}: choose from {', '.join(LEVELS)}")
@@ -76,15 +69,11 @@ def bank_build(
     graph = KnowledgeGraph.load(kg)
     start = time.perf_counter()
     try:
-        with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
-                      console=err_console, transient=True) as bar:
-            task = bar.add_task("bank", total=len(training), rate="")
-
+        with Progress(None, "bank", unit="queries") as bar:
             def report(progress):
-                elapsed = time.perf_counter() - start
-                bar.update(task, completed=progress.done,
-                           rate=f"{(progress.done - progress.resumed_at) / max(elapsed, 1e-9):.1f} q/s")
+                if bar.total is None:  # sized at the first batch, counting what a resumed build had
+                    bar.set_total(progress.total, done=progress.resumed_at)
+                bar.update(progress.done)
 
             progress = build_bank(graph, training, out, config, executor=runner, graph_dir=kg,
                                   force=force, on_progress=report)

@@ -153,9 +153,9 @@ def kg_embed(
     memory-mapped store that `answer` reads; resumable after an interruption."""
     import shutil
 
-    from adapath.cli.progress import ProgressReport
     from adapath.engine.graph import KnowledgeGraph
     from adapath.errors import InputError
+    from adapath.progress import Progress
     from adapath.retrieval.cache_dir import GraphCache, can_write
     from adapath.retrieval.dense import make_encoder, resolve_backend
     from adapath.retrieval.node_store import (
@@ -198,11 +198,13 @@ def kg_embed(
     start = time.perf_counter()
     finished = 0
     try:
-        with ProgressReport("kg embed", graph.num_nodes, unit="texts") as report:
+        with Progress(None, "kg embed", unit="texts") as bar:
             def on_progress(p):
                 nonlocal finished
                 finished = p.done
-                report.update(p.done, p.rate)
+                if bar.total is None:
+                    bar.set_total(p.total, done=p.done - p.encoded)
+                bar.update(p.done)
 
             progress = embed_all(graph, model, path, expect, dtype, chunk=4 * batch, on_progress=on_progress)
     except KeyboardInterrupt:

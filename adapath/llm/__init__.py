@@ -26,7 +26,8 @@ from adapath.llm.base import (
 )
 
 __all__ = ["Generation", "GenerationParams", "LLMBackend", "LLMError", "ScriptedBackend", "Usage",
-           "make_backend", "check_backend", "backend_options", "SamplingOverride"]
+           "make_backend", "check_backend", "backend_options", "SamplingOverride",
+           "ObservedBackend"]
 
 # Sampling settings every backend takes: they replace what a method asks for on every call.
 SAMPLING: dict[str, type] = {"temperature": float, "top_p": float, "max_tokens": int}
@@ -107,6 +108,27 @@ class SamplingOverride:
         changed = [override(p, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
                    for p in per_prompt(params, len(prompts))]
         return self.backend.generate(prompts, changed)
+
+
+@dataclass
+class ObservedBackend:
+    """A backend that reports each call once it returns: ``on_step(prompts, seconds)``, so a
+    long run shows progress per LLM step rather than per batch of questions."""
+
+    backend: Any
+    on_step: Any
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
+        import time
+
+        start = time.perf_counter()
+        out = self.backend.generate(prompts, params)
+        self.on_step(len(prompts), time.perf_counter() - start)
+        return out
 
 
 def check_backend(spec: str, options: dict[str, Any] | None = None) -> tuple[str, str, dict[str, Any]]:

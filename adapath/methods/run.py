@@ -22,6 +22,7 @@ from typing import Protocol
 
 from adapath.errors import InputError
 from adapath.methods.base import Method, Query, Result
+from adapath.progress import Progress
 
 UNPARSED = ("mentioned", "best-path", "none")
 
@@ -122,12 +123,14 @@ def _write_settings(out: Path, settings: dict) -> None:
 def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Path, *,
                 settings: dict | None = None, batch: int = 16, force: bool = False,
                 executor: Executor | None = None,
-                on_batch: Callable[[int, int], None] | None = None) -> RunSummary:
+                on_batch: Callable[[int, int], None] | None = None,
+                progress: Progress | None = None) -> RunSummary:
     """Answer ``queries`` into the JSONL file ``out``, resuming what is there.
 
     ``build`` makes the method (lazily: nothing is built when every query is done);
     ``settings`` describe the run for the settings file; ``on_batch(done, total)`` reports
-    progress after each batch.
+    progress after each batch; ``progress`` is sized to the whole run (finished questions
+    included) and advanced per batch.
     """
     if batch < 1:
         raise InputError("--batch must be at least 1")
@@ -137,6 +140,8 @@ def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Pa
     done = finished_pairs(out)
     todo = [q for q in queries if (q.id, q.level) not in done]
     summary = RunSummary(already=len(queries) - len(todo))
+    if progress is not None:
+        progress.set_total(len(queries), done=summary.already)
     batches = [todo[lo:lo + batch] for lo in range(0, len(todo), batch)]
     start = time.perf_counter()
     handle = None
@@ -154,6 +159,8 @@ def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Pa
                 summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
             if on_batch is not None:
                 on_batch(summary.new, len(todo))
+            if progress is not None:
+                progress.update(summary.already + summary.new)
     except KeyboardInterrupt:
         raise Interrupted(summary.already + summary.new, out) from None
     finally:

@@ -1,0 +1,53 @@
+"""Every command's options: help text on each, flags shown without a value placeholder, and
+one encoder default across commands (checked by walking the whole command tree)."""
+
+import typer
+
+from adapath.cli import app
+
+
+def walk(command, path=()):
+    yield path, command
+    if hasattr(command, "commands"):  # a group (Typer's own click classes, so no isinstance)
+        for name, sub in command.commands.items():
+            yield from walk(sub, path + (name,))
+
+
+def options():
+    root = typer.main.get_command(app)
+    for path, command in walk(root):
+        for param in command.params:
+            if param.param_type_name == "option":
+                yield " ".join(path), param
+
+
+def test_the_walk_finds_every_command_group():
+    names = {path for path, _ in options()}
+    for expected in ("kg embed", "bank build", "answer", "eval compare", "pathmind train", "dataset topics",
+                     "llm serve", "view"):
+        assert expected in names
+
+
+def test_every_option_has_help():
+    missing = [f"{path} {param.opts[0]}" for path, param in options()
+               if param.opts[0] != "--help" and not (param.help or "").strip()]
+    assert missing == []
+
+
+def test_flags_show_no_value_and_valued_options_show_what_they_take():
+    root = typer.main.get_command(app)
+    context = root.make_context("adapath", [], resilient_parsing=True)
+    for path, param in options():
+        record = param.get_help_record(context)
+        shown = record[0] if record else ""
+        if param.is_flag:
+            assert "<" not in shown and "BOOL" not in shown.upper(), f"{path}: {shown}"
+        elif param.opts[0] != "--help":
+            assert " " in shown, f"{path}: {shown} shows no value placeholder"
+
+
+def test_one_encoder_default_and_help_across_commands():
+    encoders = [(path, param.default, param.help) for path, param in options() if param.opts[0] == "--encoder"]
+    assert len(encoders) >= 4  # answer, dataset topics, kg embed, pathmind train ...
+    assert len({default for _, default, _ in encoders}) == 1, encoders
+    assert len({text for _, _, text in encoders}) == 1, encoders
