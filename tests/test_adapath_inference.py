@@ -289,3 +289,30 @@ def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
     assert {tuple(p[0]) for p in outcome.junction_paths} == {(second, v) for v, _ in outcome.candidates}
     for depth, nodes in outcome.explored.items():
         assert 1 <= depth <= 3 and len(nodes) <= config.explore
+
+
+# ---------------------------------------------------------------------------- own-hop pooling
+def test_own_pooling_and_vote_shares_hand_worked(tmp_path):
+    from adapath.methods.level_banks import own_pooled, vote_shares
+    from adapath.retrieval.bank_index import Retrieved
+
+    bank = make_bank(tmp_path, [training("a", "alpha words", "drug", "disease", 1), training("b", "beta words", "drug", "disease", 2),
+                                training("c", "gamma words", "drug", "gene/protein", 1)],
+                     [("a", "direct", "drug -[indication]- disease", 0),
+                      ("a", "direct", "drug -[target]- gene/protein -[associated with]- disease", 0),
+                      ("b", "direct", "drug -[indication]- disease", 0),
+                      ("b", "direct", "drug -[target]- gene/protein -[associated with]- disease", 0),
+                      ("c", "direct", "drug -[target]- gene/protein", 0),
+                      ("c", "direct", "drug -[indication]- disease", 0)])
+    index = BankIndex(bank, HashingEncoder())
+    retrieved = [Retrieved(0, 0.9), Retrieved(1, 0.5), Retrieved(2, 0.2)]
+    # own support: a (1 hop, disease) holds indication as its own; b (2 hops) the target route;
+    # c (1 hop, gene) the target step. Eq. 6 would rank indication first by 0.9 + 0.5 + 0.2.
+    ranked = [(str(mp), score) for mp, score in own_pooled(index, retrieved)]
+    assert ranked == [("drug -[indication]- disease", pytest.approx(0.9)),
+                      ("drug -[target]- gene/protein -[associated with]- disease", pytest.approx(0.5)),
+                      ("drug -[target]- gene/protein", pytest.approx(0.2))]
+    types, hops = vote_shares(index, retrieved)
+    assert types == pytest.approx({"disease": 1.4 / 1.6, "gene/protein": 0.2 / 1.6}, rel=1e-5)
+    assert hops == pytest.approx({1: 1.1 / 1.6, 2: 0.5 / 1.6}, rel=1e-5)
+    assert index.vote(retrieved) == ("disease", 1)

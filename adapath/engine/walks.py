@@ -62,6 +62,12 @@ class RelationLayers:
     def __init__(self, graph: KnowledgeGraph, damping: float = DAMPING):
         self.graph, self.damping = graph, damping
         self._layers: dict[tuple[int, int, int], Layer] = {}
+        self._order: np.ndarray | None = None  # half-edges by (relation, from type, to type), then row
+        self._keys: np.ndarray | None = None
+
+    def _key(self, relation, from_type, to_type):
+        types = len(self.graph.type_names)
+        return (np.asarray(relation, dtype=np.int64) * types + from_type) * types + to_type
 
     def layer(self, relation: int, from_type: int, to_type: int) -> Layer:
         key = (int(relation), int(from_type), int(to_type))
@@ -72,11 +78,16 @@ class RelationLayers:
     def _build(self, relation: int, from_type: int, to_type: int) -> Layer:
         g = self.graph
         n = g.num_nodes
-        src = g.src
-        keep = np.flatnonzero((g.rel == relation) & (g.node_type[src] == from_type)
-                              & (g.node_type[g.indices] == to_type))
-        rows = src[keep].astype(np.int64)
-        cols = g.indices[keep].astype(np.int64)  # rows come out sorted: the CSR is row-major
+        if self._order is None:  # one sort of the half-edges serves every layer
+            node_type = np.asarray(g.node_type)
+            keys = self._key(np.asarray(g.rel), node_type[g.src], node_type[np.asarray(g.indices)])
+            self._order = np.argsort(keys, kind="stable")
+            self._keys = keys[self._order]
+        key = int(self._key(relation, from_type, to_type))
+        lo, hi = np.searchsorted(self._keys, [key, key + 1])
+        keep = self._order[lo:hi]  # stable: still in row order
+        rows = g.src[keep].astype(np.int64)
+        cols = np.asarray(g.indices)[keep].astype(np.int64)
         out_degree = np.bincount(rows, minlength=n).astype(np.float64)
         in_degree = np.bincount(cols, minlength=n).astype(np.float64)
         weights = out_degree[rows] ** -self.damping * in_degree[cols] ** -self.damping
@@ -138,7 +149,9 @@ def _start(source: int) -> Step:
 
 def advance(step: Step, layer: Layer, potential: np.ndarray | Callable[[np.ndarray], np.ndarray],
             exclude: np.ndarray) -> Step:
-    """One step of the sum-product and max-product over ``layer`` from ``step``."""
+    """One step of the sum-product and max-product over ``layer`` from ``step`` (scatters into
+    dense arrays over all nodes: no sort)."""
+    n = len(layer.indptr) - 1
     owner, cols, weights = layer.gather(step.nodes)
     if len(exclude):
         keep = ~np.isin(cols, exclude)
@@ -146,16 +159,16 @@ def advance(step: Step, layer: Layer, potential: np.ndarray | Callable[[np.ndarr
     if len(cols) == 0:
         empty = np.zeros(0)
         return Step(np.zeros(0, dtype=np.int64), empty, empty, np.zeros(0, dtype=np.int64))
-    nodes, where = np.unique(cols, return_inverse=True)
-    phi = potential(nodes) if callable(potential) else potential
-    mass_in = step.mass[owner] * weights
+    nodes = np.flatnonzero(np.bincount(cols, minlength=n))
+    mass = np.bincount(cols, weights=step.mass[owner] * weights, minlength=n)[nodes]
     best_in = step.best[owner] * weights
-    mass = np.bincount(where, weights=mass_in, minlength=len(nodes)) * phi
-    order = np.lexsort((step.nodes[owner], -best_in, where))  # heaviest first, ties by node id
-    first = order[np.r_[True, where[order][1:] != where[order][:-1]]]
-    best = best_in[first] * phi
-    previous = step.nodes[owner[first]]
-    return Step(nodes, mass, best, previous)
+    best = np.zeros(n)
+    np.maximum.at(best, cols, best_in)
+    heaviest = best_in == best[cols]
+    first = np.full(n, len(step.nodes), dtype=np.int64)  # ties: the smallest predecessor
+    np.minimum.at(first, cols[heaviest], owner[heaviest])
+    phi = potential(nodes) if callable(potential) else potential
+    return Step(nodes, mass * phi, best[nodes] * phi, step.nodes[first[nodes]])
 
 
 def propagate(layers: RelationLayers, lanes: list[Lane], potential: Potential) -> list[Lane]:
@@ -223,29 +236,30 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             ends: dict[int, float]) -> dict[int, dict[int, float]]:
     """Per depth, the weight of the walks of all lanes that pass each node there and end at
     one of ``ends`` (each end counted by its given weight): forward mass times backward mass."""
-    out: dict[int, dict[int, float]] = {}
+    flow: dict[int, dict[int, float]] = {}
     end_nodes = np.array(sorted(ends), dtype=np.int64)
     end_values = np.array([ends[int(v)] for v in end_nodes])
     for lane, weight in zip(lanes, weights):
         if not lane.steps or len(lane.end.nodes) == 0 or weight <= 0:
             continue
-        back_nodes, back = end_nodes, end_values.copy()
+        back_nodes, back = end_nodes, end_values
         for k in range(lane.hops, 0, -1):
             step = lane.steps[k]
             forward = step.value(back_nodes, step.mass)
-            for v, f, b in zip(back_nodes.tolist(), forward.tolist(), back.tolist()):
-                if f * b > 0:
-                    out.setdefault(k, {})[v] = out.setdefault(k, {}).get(v, 0.0) + weight * f * b
-            if k == 1:
-                break
-            # backward mass one depth down: sum over the next node of W(u, v) phi(v) back(v)
             alive = (forward > 0) & (back > 0)
             if not alive.any():
                 break
+            here = flow.setdefault(k, {})
+            for v, f in zip(back_nodes[alive].tolist(), (weight * forward[alive] * back[alive]).tolist()):
+                here[v] = here.get(v, 0.0) + f
+            if k == 1:
+                break
+            # backward mass one depth down: sum over the next node of W(u, v) phi(v) back(v)
             reverse = layers.layer(lane.relations[k - 1], lane.types[k], lane.types[k - 1])
-            phi = potential(lane.query, back_nodes[alive])
-            owner, cols, w = reverse.gather(back_nodes[alive])
-            values = back[alive][owner] * phi[owner] * w
-            back_nodes, where = np.unique(cols, return_inverse=True)
-            back = np.bincount(where, weights=values, minlength=len(back_nodes))
-    return out
+            nodes = back_nodes[alive]
+            owner, cols, w = reverse.gather(nodes)
+            values = (back[alive] * potential(lane.query, nodes))[owner] * w
+            dense = np.bincount(cols, weights=values, minlength=len(reverse.indptr) - 1)
+            back_nodes = np.flatnonzero(dense)
+            back = dense[back_nodes]
+    return flow

@@ -28,7 +28,7 @@ from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
-from adapath.methods.level_banks import LevelBanks
+from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
 from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.bm25 import GraphText, minmax_columns
@@ -51,6 +51,8 @@ class AdaPathConfig:
     share: bool = True  # beam without an LLM: frontier slots shared among meta-paths by score
     shorter: bool = True  # keep shorter completed paths that end in the predicted answer type
     junction: bool = True  # two topics: walk from both and meet at the answer
+    pool: str = "own"  # rank meta-paths by own-hop support ("own") or Eq. 6's summed similarity ("all")
+    control: str = "filter"  # "filter": cut by predicted type and hops; "weigh": weigh by vote shares
     walk: WalkConfig = field(default_factory=WalkConfig)
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=64))
 
@@ -153,16 +155,13 @@ class AdaPath:
                                      GenerationParams(max_tokens=160))
             ranked = [[(mp, 1.0) for mp in _parse_plans(reply)] for reply in replies]
         else:
-            ranked = [[(s.metapath, s.score) for s in indexes[j].pooled_metapaths(retrieved[j])] for j in range(n)]
+            ranked = [own_pooled(indexes[j], retrieved[j]) if c.pool == "own" else
+                      [(s.metapath, s.score) for s in indexes[j].pooled_metapaths(retrieved[j])] for j in range(n)]
         plans = []
         for j in range(n):
             plan = Plan(topics[j], topic_types[j], indexes[j], retrieved[j], control[j], ranked[j])
             if c.use_metapath:
-                for mp, score in plan.ranked:
-                    if self._consistent(mp, plan.topic_type, plan.control) and self._realizable(mp, plan.topics[0]):
-                        plan.surviving.append((mp, score))
-                    if len(plan.surviving) == c.max_metapaths:
-                        break
+                plan.surviving = self._surviving(plan)
             plan.fallback = "" if plan.surviving else ("free-bfs" if c.use_metapath else "no-metapath")
             if c.junction and len(plan.topics) > 1 and plan.surviving:
                 plan.junction = self._junction(plan)
@@ -170,6 +169,29 @@ class AdaPath:
         return plans
 
     # ------------------------------------------------------------------ pieces
+    def _surviving(self, plan: Plan) -> list[tuple[MetaPath, float]]:
+        """The meta-paths walked, with their weights. ``control=filter`` (the paper): the first
+        ``max_metapaths`` of the ranked list that match the predicted answer type and hop
+        count. ``control=weigh``: a retrieval vote weighs each meta-path by its answer type's
+        and hop count's shares instead of cutting (an LLM's signals still cut); the heaviest
+        ``max_metapaths``. Either way the topic's type, ``max_depth`` and realizability hold."""
+        c = self.config
+        if c.control == "weigh" and plan.control.get("source") == "vote":
+            type_share, hop_share = vote_shares(plan.index, plan.retrieved)
+            weighed = [(mp, score * type_share.get(mp.types[-1], 0.0) * hop_share.get(mp.hops, 0.0))
+                       for mp, score in plan.ranked if mp.types[0] == plan.topic_type and mp.hops <= c.max_depth]
+            candidates = sorted((x for x in weighed if x[1] > 0), key=lambda x: -x[1])
+        else:
+            candidates = [(mp, score) for mp, score in plan.ranked
+                          if self._consistent(mp, plan.topic_type, plan.control)]
+        kept = []
+        for mp, score in candidates:
+            if self._realizable(mp, plan.topics[0]):
+                kept.append((mp, score))
+                if len(kept) == c.max_metapaths:
+                    break
+        return kept
+
     def _consistent(self, mp: MetaPath, topic_type: str, control: dict) -> bool:
         if mp.types[0] != topic_type or mp.hops > self.config.max_depth:
             return False
@@ -239,7 +261,8 @@ class AdaPath:
                         if types[k] == answer_code:
                             key = (rels[:k], types[:k + 1])
                             weights[key] = weights.get(key, 0.0) + score * c.walk.shorter
-                total = sum(weights.values()) or 1.0
+                weights = {k: max(w, 1e-9) for k, w in weights.items()}  # a meta-path no query holds as its own
+                total = sum(weights.values())
                 lanes = [(rels, types, w / total) for (rels, types), w in weights.items()]
                 wanted.append(WalkQuery(plan.topics[0], lanes, tuple(plan.topics),
                                         plan.topics[1] if plan.junction else -1, plan.junction))
@@ -480,12 +503,16 @@ def _build(context: MethodContext) -> AdaPath:
                            beam=params.get("beam", 3), narrow=params.get("narrow", 5),
                            max_depth=params.get("max_depth", 3), scorer=scorer,
                            share=params.get("share", True), shorter=params.get("shorter", True),
-                           junction=params.get("junction", True),
+                           junction=params.get("junction", True), pool=params.get("pool", "own"),
+                           control=params.get("control", "filter"),
                            walk=WalkConfig(damping=params.get("damping", DAMPING)))
     if config.llm_plan and context.llm is None:
         raise InputError("plan=llm (--llm-plan) needs an LLM (--llm ...)")
     if params.get("plan") not in ("bank", "llm"):
         raise InputError(f"--param plan={params.get('plan')!r}: choose bank or llm")
+    for name, allowed in (("pool", ("own", "all")), ("control", ("filter", "weigh"))):
+        if params.get(name, allowed[0]) not in allowed:
+            raise InputError(f"--param {name}={params.get(name)!r}: choose {' or '.join(allowed)}")
     if config.walk.damping < 0:
         raise InputError(f"--param damping={config.walk.damping}: must be at least 0")
     encoder = context.encoder()
@@ -504,6 +531,10 @@ METHODS = [MethodSpec(
                   "an LLM sees), beam (the paper's frontier beam) or auto (walk without an LLM, beam with one)"),
             Param("retrieval_level", "same", "bank texts Eq. 6 compares a question with: same (its own "
                   "level), explicit, implicit or bare (the cross-level setting)"),
+            Param("pool", "own", "rank retrieved meta-paths by the similarity of the queries holding them as their "
+                  "own (at their hop count and answer type), or all (Eq. 6's sum over every query holding them)"),
+            Param("control", "filter", "filter (keep meta-paths of the predicted answer type and hops) or weigh "
+                  "(weigh them by the retrieval vote's shares; an LLM's signals still filter)"),
             Param("damping", DAMPING, "walk: DWPC degree-damping exponent"),
             Param("share", True, "beam without an LLM: share the frontier among meta-paths by retrieval score"),
             Param("shorter", True, "keep shorter completed paths ending in the predicted answer type"),

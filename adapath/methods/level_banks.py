@@ -58,3 +58,34 @@ class LevelBanks:
                 if pair == "chain" and text not in self._chains.setdefault(qid, []):
                     self._chains[qid].append(text)
         return [self.default.parse(text) for text in self._chains.get(self.default.ids[row], [])]
+
+
+def own_pooled(index: BankIndex, retrieved) -> list[tuple[MetaPath, float]]:
+    """The retrieved queries' meta-paths ranked by the similarity of the queries that hold them
+    *as their own*: at the query's own hop count and ending in its answer type (the bank bins
+    every path between a query's topic and answer by hop, so most of what a query holds is
+    incidental). Meta-paths no query holds as its own follow, by Eq. 6's summed similarity;
+    each comes with its own-support score (0 for those)."""
+    own: dict[str, float] = {}
+    for item in retrieved:
+        for text in dict.fromkeys(mp for mp, _ in index.metapaths[item.index]):
+            mp = index.parse(text)
+            if mp.hops == index.hops[item.index] and mp.types[-1] == index.answer_types[item.index]:
+                own[text] = own.get(text, 0.0) + item.similarity
+    pooled = index.pooled_metapaths(retrieved)
+    place = {str(s.metapath): i for i, s in enumerate(pooled)}
+    order = sorted(place, key=lambda text: (text not in own, -own.get(text, 0.0), place[text]))
+    return [(index.parse(text), own.get(text, 0.0)) for text in order]
+
+
+def vote_shares(index: BankIndex, retrieved) -> tuple[dict[str, float], dict[int, float]]:
+    """The similarity-weighted vote of the retrieved queries as shares: answer type -> share,
+    hop count -> share (``BankIndex.vote`` picks the largest of each)."""
+    types: dict[str, float] = {}
+    hops: dict[int, float] = {}
+    for item in retrieved:
+        weight = item.similarity + 1e-6
+        types[index.answer_types[item.index]] = types.get(index.answer_types[item.index], 0.0) + weight
+        hops[int(index.hops[item.index])] = hops.get(int(index.hops[item.index]), 0.0) + weight
+    total = sum(types.values()) or 1.0
+    return {t: w / total for t, w in types.items()}, {h: w / total for h, w in hops.items()}
