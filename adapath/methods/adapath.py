@@ -265,7 +265,7 @@ class AdaPath:
                 total = sum(weights.values())
                 lanes = [(rels, types, w / total) for (rels, types), w in weights.items()]
                 wanted.append(WalkQuery(plan.topics[0], lanes, tuple(plan.topics),
-                                        plan.topics[1] if plan.junction else -1, plan.junction))
+                                        plan.topics[1] if plan.junction else -1, plan.junction, queries[j].text))
             bm25 = minmax_columns(self.text.nodes.scores([queries[j].text for j in walked]))
             for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked])):
                 outcomes[j] = outcome
@@ -516,7 +516,7 @@ def _build(context: MethodContext) -> AdaPath:
     if config.walk.damping < 0:
         raise InputError(f"--param damping={config.walk.damping}: must be at least 0")
     encoder = context.encoder()
-    banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"))
+    banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"), k=params.get("retrieve", 5))
     return AdaPath(context.graph, banks, encoder, context.llm, config, graph_dir=context.graph_dir)
 
 
@@ -531,6 +531,7 @@ METHODS = [MethodSpec(
                   "an LLM sees), beam (the paper's frontier beam) or auto (walk without an LLM, beam with one)"),
             Param("retrieval_level", "same", "bank texts Eq. 6 compares a question with: same (its own "
                   "level), explicit, implicit or bare (the cross-level setting)"),
+            Param("retrieve", 5, "training queries retrieved per question (Eq. 6's k)"),
             Param("pool", "own", "rank retrieved meta-paths by the similarity of the queries holding them as their "
                   "own (at their hop count and answer type), or all (Eq. 6's sum over every query holding them)"),
             Param("control", "filter", "filter (keep meta-paths of the predicted answer type and hops) or weigh "

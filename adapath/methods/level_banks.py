@@ -16,18 +16,20 @@ import pyarrow.parquet as pq
 
 from adapath.engine.metapath import MetaPath
 from adapath.errors import InputError
-from adapath.retrieval.bank_index import BankIndex
+from adapath.retrieval.bank_index import TOP_K, BankIndex
 
 LEVELS = ("explicit", "implicit", "bare")
 MODES = ("same", *LEVELS)
 
 
 class LevelBanks:
-    def __init__(self, bank: str | Path, encoder, mode: str = "same"):
+    def __init__(self, bank: str | Path, encoder, mode: str = "same", k: int = TOP_K):
         if mode not in MODES:
             raise InputError(f"--param retrieval_level={mode!r}: choose from {', '.join(MODES)}")
-        self.path, self.encoder, self.mode = Path(bank), encoder, mode
-        self.default = BankIndex(self.path, encoder)  # the build level; checks the bank is complete
+        if k < 1:
+            raise InputError(f"--param retrieve={k}: retrieve at least one training query")
+        self.path, self.encoder, self.mode, self.k = Path(bank), encoder, mode, k
+        self.default = BankIndex(self.path, encoder, k=k)  # the build level; checks the bank is complete
         columns = set(pq.read_schema(self.path / "queries.parquet").names)
         self.levels = tuple(level for level in LEVELS if level in columns)
         self._by_level = {self.default.level: self.default}
@@ -45,7 +47,7 @@ class LevelBanks:
     def index(self, question_level: str) -> BankIndex:
         level = self.level_for(question_level)
         if level not in self._by_level:
-            self._by_level[level] = BankIndex(self.path, self.encoder, level=level)
+            self._by_level[level] = BankIndex(self.path, self.encoder, level=level, k=self.k)
         return self._by_level[level]
 
     def chains(self, row: int) -> list[MetaPath]:

@@ -13,7 +13,9 @@ with weights ``score_M / sum(score)`` (a candidate's share of the query's walk w
 with two topics, the second topic walks one step (the junction relations the bank's
 two-topic training queries show) and a candidate's share is multiplied by that walk's share
 at it (the walks meet at the answer); finally a candidate's score is its share times
-``exp(end * cos(v, q))``, since the question describes its answer.
+``exp(end * cos(v, q))``, since the question describes its answer, and times ``mentioned``
+when the question names it (BioStrat-QA questions never name their answer; they name the
+topic and, when explicit, the entities on the way).
 
 What comes back per query: candidates of the walked type ranked by score, the heaviest
 walks into the top ones (real edges), and per depth the nodes carrying the most walk weight
@@ -22,6 +24,7 @@ into the top candidates (``explored``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +47,7 @@ class WalkConfig:
     embed: float = 8.0  # weight of the embedding cosine in a node's potential
     end: float = 8.0  # extra weight of the end node's cosine
     shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
+    mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
     answers: int = 5  # top candidates whose walks are returned
     walks_per_answer: int = 2
     explore: int = 15  # nodes per depth reported as explored
@@ -58,6 +62,7 @@ class WalkQuery:
     exclude: tuple[int, ...] = ()
     junction_topic: int = -1
     junction: list[tuple[int, int, int, float]] = field(default_factory=list)  # (relation, from, to type, weight)
+    question: str = ""  # the question's text: a candidate it names is not what it asks for
 
 
 @dataclass
@@ -127,6 +132,12 @@ class WalkScorer:
             answer_factor = np.exp(c.end * cosine(j, nodes))
             scores = {v: scores[v] * f for v, f in zip(nodes.tolist(), answer_factor.tolist())}
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        if query.question and c.mentioned != 1.0:
+            head = ranked[: 20 * c.answers]  # enough to refill the top after the named ones drop
+            named = {v for v, _ in head if _names(self.graph.name(v), query.question)}
+            if named:
+                head = [(v, s * c.mentioned if v in named else s) for v, s in head]
+                ranked = sorted(head, key=lambda item: (-item[1], item[0])) + ranked[len(head):]
         top = ranked[: c.answers]
         paths: list[tuple[float, list[int], list[int]]] = []
         for v, _ in top:
@@ -165,3 +176,8 @@ class WalkScorer:
             for v, m in zip(lane.end.nodes.tolist(), lane.end.mass.tolist()):
                 meet[v] = meet.get(v, 0.0) + weight * m / total
         return meet
+
+
+def _names(name: str, question: str) -> bool:
+    """Whether the question names ``name`` (whole words, case-insensitive)."""
+    return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags=re.IGNORECASE) is not None
