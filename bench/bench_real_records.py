@@ -47,7 +47,7 @@ DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_
 LEVELS = ("explicit", "implicit", "bare")
 VARIANTS = {
     "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
-               "junction": False, "pool": "all"},
+               "junction": False, "pool": "all", "type_model": False, "control": "filter"},
     "beam": {"scorer": "beam"},
     "walk": {"scorer": "walk"},
     "free": {"scorer": "beam", "metapath": False},

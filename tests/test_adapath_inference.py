@@ -20,7 +20,8 @@ from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.dense import HashingEncoder
 
 TYPES = ("drug", "disease", "gene/protein", "effect/phenotype")
-RELATIONS = ("indication", "contraindication", "associated with", "target", "parent-child", "side effect")
+RELATIONS = ("indication", "contraindication", "associated with", "target", "parent-child", "side effect",
+             "synergistic interaction")
 
 
 def make_graph(nodes: list[tuple[str, str, str]], edges: list[tuple[int, str, int]]) -> KnowledgeGraph:
@@ -332,3 +333,22 @@ def test_walk_scorer_does_not_answer_with_what_the_question_names(tmp_path):
     banks = LevelBanks(bank, HashingEncoder())
     assert answer(graph, banks, query, scorer="walk", walk=WalkConfig(mentioned=1.0))["answer"] == "alpha disorder"
     assert answer(graph, banks, query, scorer="walk")["answer"] == "beta disorder"
+
+
+def test_the_wh_phrase_model_corrects_the_votes_answer_type(tmp_path):
+    graph = make_graph([("aspirin", "drug", ""), ("pain", "disease", "pain"), ("ibuprofen", "drug", "a medication")],
+                       [(0, "indication", 1), (0, "synergistic interaction", 2)])
+    bank = make_bank(tmp_path, [
+        training("a", "which disease does the drug aspirin treat for pain", "drug", "disease", 1),
+        training("b", "which disease does aspirin treat for chronic pain", "drug", "disease", 1),
+        training("c", "which medication interacts with the drug", "drug", "drug", 1),
+        training("d", "what medication works together with this one", "drug", "drug", 1)],
+        [("a", "direct", "drug -[indication]- disease", 0), ("b", "direct", "drug -[indication]- disease", 0),
+         ("c", "direct", "drug -[synergistic interaction]- drug", 0),
+         ("d", "direct", "drug -[synergistic interaction]- drug", 0)])
+    query = Query("q", "explicit", "which medication does aspirin treat pain with", (100,))
+    banks = LevelBanks(bank, HashingEncoder())
+    vote_only = answer(graph, banks, query, scorer="walk", type_model=False)
+    with_model = answer(graph, banks, query, scorer="walk")
+    assert vote_only["control"]["answer_type"] == "disease" and vote_only["answer"] == "pain"
+    assert with_model["control"]["answer_type"] == "drug" and with_model["answer"] == "ibuprofen"

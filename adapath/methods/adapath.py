@@ -27,18 +27,24 @@ from adapath.engine.walks import DAMPING
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
+from adapath.methods.answer_type import combine
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
-from adapath.retrieval.bank_index import BankIndex
+from adapath.retrieval.bank_index import TOP_K, BankIndex
 from adapath.retrieval.bm25 import GraphText, minmax_columns
 from adapath.retrieval.dense import NodeEmbeddings
 
 SCORERS = ("beam", "walk")
+WALK_RETRIEVE = 10  # the walk scorer weighs what it walks, so it can take a wider pool
+WALK_METAPATHS = 8
 
 
 @dataclass
 class AdaPathConfig:
+    """The paper's settings by default (the beam, meta-paths cut by the control signals);
+    ``adapath answer`` (``_build``) takes the walk scorer and weighed control without an LLM."""
+
     narrow: int = 5  # top M per candidate group by cosine
     beam: int = 3  # next-frontier width
     max_depth: int = 3
@@ -53,6 +59,7 @@ class AdaPathConfig:
     junction: bool = True  # two topics: walk from both and meet at the answer
     pool: str = "own"  # rank meta-paths by own-hop support ("own") or Eq. 6's summed similarity ("all")
     control: str = "filter"  # "filter": cut by predicted type and hops; "weigh": weigh by vote shares
+    type_model: bool = True  # without an LLM: the wh-phrase answer-type model joins the vote (LevelBanks)
     walk: WalkConfig = field(default_factory=WalkConfig)
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=64))
 
@@ -70,6 +77,7 @@ class Plan:
     surviving: list[tuple[MetaPath, float]] = field(default_factory=list)
     fallback: str = ""
     junction: list[tuple[int, int, int, float]] = field(default_factory=list)  # (rel, from, to, weight)
+    type_shares: dict[str, float] | None = None  # answer type -> probability, without an LLM
 
 
 class AdaPath:
@@ -138,6 +146,11 @@ class AdaPath:
                                                      [topic_types[j] for j in rows])):
                 retrieved[j] = found
         control = [dict(zip(("answer_type", "hops"), indexes[j].vote(retrieved[j])), source="vote") for j in range(n)]
+        type_shares: list[dict[str, float] | None] = [None] * n
+        if c.type_model and self.banks is not None:  # the wh-phrase model sharpens the vote's answer type
+            for j, probabilities in enumerate(self.banks.type_model().probabilities(texts)):
+                type_shares[j] = combine(probabilities, vote_shares(indexes[j], retrieved[j])[0])
+                control[j]["answer_type"] = max(sorted(type_shares[j]), key=type_shares[j].get)
         if self.llm is not None:
             replies = self._generate([prompts.control(t, self.answer_types, c.max_depth) for t in texts],
                                      list(range(n)), usages)
@@ -159,7 +172,8 @@ class AdaPath:
                       [(s.metapath, s.score) for s in indexes[j].pooled_metapaths(retrieved[j])] for j in range(n)]
         plans = []
         for j in range(n):
-            plan = Plan(topics[j], topic_types[j], indexes[j], retrieved[j], control[j], ranked[j])
+            plan = Plan(topics[j], topic_types[j], indexes[j], retrieved[j], control[j], ranked[j],
+                        type_shares=type_shares[j])
             if c.use_metapath:
                 plan.surviving = self._surviving(plan)
             plan.fallback = "" if plan.surviving else ("free-bfs" if c.use_metapath else "no-metapath")
@@ -178,6 +192,7 @@ class AdaPath:
         c = self.config
         if c.control == "weigh" and plan.control.get("source") == "vote":
             type_share, hop_share = vote_shares(plan.index, plan.retrieved)
+            type_share = plan.type_shares or type_share
             weighed = [(mp, score * type_share.get(mp.types[-1], 0.0) * hop_share.get(mp.hops, 0.0))
                        for mp, score in plan.ranked if mp.types[0] == plan.topic_type and mp.hops <= c.max_depth]
             candidates = sorted((x for x in weighed if x[1] > 0), key=lambda x: -x[1])
@@ -306,7 +321,9 @@ class AdaPath:
                 if x is not None:
                     codes.append(x)
                     scores.append(score)
-            depth = min(c.max_depth, int(plan.control["hops"] or c.max_depth))
+            # the surviving meta-paths' lengths (the predicted hops when they were filtered by it)
+            depth = max((mp.hops for mp, _ in plan.surviving), default=min(c.max_depth, int(plan.control["hops"]
+                                                                                           or c.max_depth)))
             answer_type = plan.control.get("answer_type")
             states.append(TraversalState(g, plan.topics[0], codes, depth,
                                          answer_type=g.type_code(answer_type) if c.shorter and answer_type else -1))
@@ -499,12 +516,17 @@ def _build(context: MethodContext) -> AdaPath:
     scorer = params.get("scorer", "auto")
     if scorer == "auto":
         scorer = "walk" if context.llm is None else "beam"
+    # 0 = the scorer's own default: the paper's 5 and 3 for the beam, wider for the walk scorer
+    retrieve = params.get("retrieve", 0) or (WALK_RETRIEVE if scorer == "walk" else TOP_K)
+    metapaths = params.get("metapaths", 0) or (WALK_METAPATHS if scorer == "walk" else 3)
+    if retrieve < 0 or metapaths < 0:
+        raise InputError("--param retrieve and metapaths take 0 (the scorer's default) or a positive count")
     config = AdaPathConfig(use_metapath=params.get("metapath", True), llm_plan=params.get("plan") == "llm",
                            beam=params.get("beam", 3), narrow=params.get("narrow", 5),
-                           max_depth=params.get("max_depth", 3), scorer=scorer,
+                           max_depth=params.get("max_depth", 3), max_metapaths=metapaths, scorer=scorer,
                            share=params.get("share", True), shorter=params.get("shorter", True),
                            junction=params.get("junction", True), pool=params.get("pool", "own"),
-                           control=params.get("control", "filter"),
+                           control=params.get("control", "weigh"), type_model=params.get("type_model", True),
                            walk=WalkConfig(damping=params.get("damping", DAMPING)))
     if config.llm_plan and context.llm is None:
         raise InputError("plan=llm (--llm-plan) needs an LLM (--llm ...)")
@@ -516,7 +538,7 @@ def _build(context: MethodContext) -> AdaPath:
     if config.walk.damping < 0:
         raise InputError(f"--param damping={config.walk.damping}: must be at least 0")
     encoder = context.encoder()
-    banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"), k=params.get("retrieve", 5))
+    banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"), k=retrieve)
     return AdaPath(context.graph, banks, encoder, context.llm, config, graph_dir=context.graph_dir)
 
 
@@ -531,11 +553,16 @@ METHODS = [MethodSpec(
                   "an LLM sees), beam (the paper's frontier beam) or auto (walk without an LLM, beam with one)"),
             Param("retrieval_level", "same", "bank texts Eq. 6 compares a question with: same (its own "
                   "level), explicit, implicit or bare (the cross-level setting)"),
-            Param("retrieve", 5, "training queries retrieved per question (Eq. 6's k)"),
+            Param("retrieve", 0, f"training queries retrieved per question, Eq. 6's k (0: {TOP_K} for the beam, "
+                  f"{WALK_RETRIEVE} for the walk scorer)"),
+            Param("metapaths", 0, f"surviving meta-paths walked per question (0: 3 for the beam, {WALK_METAPATHS} "
+                  "for the walk scorer)"),
             Param("pool", "own", "rank retrieved meta-paths by the similarity of the queries holding them as their "
                   "own (at their hop count and answer type), or all (Eq. 6's sum over every query holding them)"),
-            Param("control", "filter", "filter (keep meta-paths of the predicted answer type and hops) or weigh "
+            Param("control", "weigh", "filter (keep meta-paths of the predicted answer type and hops) or weigh "
                   "(weigh them by the retrieval vote's shares; an LLM's signals still filter)"),
+            Param("type_model", True, "without an LLM, a model of the question's wh-phrase trained on the bank's "
+                  "questions joins the retrieval vote on the answer type"),
             Param("damping", DAMPING, "walk: DWPC degree-damping exponent"),
             Param("share", True, "beam without an LLM: share the frontier among meta-paths by retrieval score"),
             Param("shorter", True, "keep shorter completed paths ending in the predicted answer type"),

@@ -34,6 +34,7 @@ class LevelBanks:
         self.levels = tuple(level for level in LEVELS if level in columns)
         self._by_level = {self.default.level: self.default}
         self._chains: dict[str, list[str]] | None = None
+        self._type_model = None
 
     def level_for(self, question_level: str) -> str:
         """The training level a question of ``question_level`` is compared with."""
@@ -49,6 +50,16 @@ class LevelBanks:
         if level not in self._by_level:
             self._by_level[level] = BankIndex(self.path, self.encoder, level=level, k=self.k)
         return self._by_level[level]
+
+    def type_model(self):
+        """The answer-type model trained on the bank's questions at every level (built once)."""
+        if self._type_model is None:
+            from adapath.methods.answer_type import AnswerTypeModel
+
+            table = pq.read_table(self.path / "queries.parquet", columns=[*self.levels, "answer_type"]).to_pydict()
+            texts = [text for level in self.levels for text in table[level]]
+            self._type_model = AnswerTypeModel(self.encoder, texts, table["answer_type"] * len(self.levels))
+        return self._type_model
 
     def chains(self, row: int) -> list[MetaPath]:
         """The meta-paths of a training query's topic-to-topic (chain) paths: a two-topic
