@@ -17,6 +17,15 @@ for ``--rounds`` rounds; the table shows each side's fastest round and the ratio
 and every round's own ratio is printed too.
 
     python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--json FILE]
+
+With ``--executor ray --workers 1,2`` it measures scaling out instead (no reference): the
+local executor with 1 thread and with the most workers' threads, then a local Ray cluster
+with each worker count, all on the same queries after a warm-up build (worker start-up,
+kernel loading), and prints queries/s, the object-store put time of the graph and its BM25
+index, the overhead per task (driver-seen task time minus in-task time, one worker), the
+driver's commit time, and a projected queries/s against nodes from these numbers.
+
+    python bench/bench_bank.py --scale 1.0 --queries 256 --executor ray --workers 1,2
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def reference_pipeline(graph, records, config, k_top):
+def reference_pipeline(graph, queries, config, k_top):
     """Per-query pipeline with materialized weights and igraph; returns (seconds, rho list)."""
     import bm25s
     import igraph
@@ -57,11 +66,10 @@ def reference_pipeline(graph, records, config, k_top):
 
     node_index, rel_index = index(node_texts(graph)), index(relation_texts(graph))
     rhos = []
-    for record in records:
-        topic, answer = graph.index_of([int(next(iter(record["topic_entities"]))),
-                                        int(record["answer_entity"]["id"])])
+    for query in queries:
+        topic, answer = graph.index_of([query.topic_ids[0], query.answer_id])
         clock = time.perf_counter()
-        tokens = bm25s.tokenize([record[f"{config.level}_query"]], stopwords="en",
+        tokens = bm25s.tokenize([query.text(config.level)], stopwords="en",
                                 return_ids=False, show_progress=False)[0]
         sims = []
         for retriever, size in ((node_index, graph.num_nodes), (rel_index, graph.num_relations)):
@@ -110,34 +118,156 @@ def reference_pipeline(graph, records, config, k_top):
     return seconds, rhos
 
 
-def ours(graph, kg_dir, records, config, workdir, name):
+def ours(graph, kg_dir, queries, config, workdir, name):
     import shutil
 
-    from adapath.engine.pathbank import PathBankBuilder
+    from adapath.bank.build import build_bank
+    from adapath.bank.executors.local import LocalExecutor
+    from adapath.retrieval.bm25 import GraphText
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
     clock = time.perf_counter()
-    builder = PathBankBuilder(graph, config, graph_dir=kg_dir, workers=os.cpu_count() or 1)
-    builder.build(records[:2], workdir / f"{name}-warmup")  # compile kernels, build BM25 once
+    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    executor = LocalExecutor(threads=os.cpu_count() or 1)
+    build_bank(graph, queries[:2], workdir / f"{name}-warmup", config, executor, text=text)  # compile kernels
     setup = time.perf_counter() - clock
     clock = time.perf_counter()
-    progress = builder.build(records, workdir / name)
+    progress = build_bank(graph, queries, workdir / name, config, executor, text=text)
     total = time.perf_counter() - clock
     seconds = {k: v for k, v in progress.seconds.items()}
-    return builder, setup, total, seconds
+    return executor.runner, setup, total, seconds
 
 
-def our_rhos(builder, records):
+def our_rhos(runner, queries):
     """rho of our batched PPR for the reference queries (same text, topic, answer)."""
-    from adapath.engine.pathbank import record_pairs
+    from adapath.bank.build import query_pairs
     from adapath.engine.weights import query_weights
 
-    pairs = [group[-1] for group in record_pairs(builder.graph, records, builder.config.level)]
-    s_node, s_rel = builder.text.similarity([p.text for p in pairs])
-    weights = query_weights(s_node, s_rel, beta=builder.config.beta, eps=builder.config.eps)
-    result = builder.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs])
+    level = runner.config.level
+    pairs = [query_pairs(runner.graph, q, level, i)[-1] for i, q in enumerate(queries)]
+    s_node, s_rel = runner.text.similarity([p.text for p in pairs])
+    weights = query_weights(s_node, s_rel, beta=runner.config.beta, eps=runner.config.eps)
+    result = runner.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs])
     return [result.forward[:, j] * result.backward[:, j] for j in range(len(pairs))]
+
+
+class Recording:
+    """An executor wrapper that keeps every BatchResult and the driver's time per commit."""
+
+    def __init__(self, inner):
+        self.inner, self.results, self.commit_seconds = inner, [], []
+
+    def prepare(self, graph, text, config):
+        self.inner.prepare(graph, text, config)
+
+    def run(self, store, batches, on_result):
+        def record(result):
+            self.results.append((time.time(), result))
+            clock = time.perf_counter()
+            on_result(result)
+            self.commit_seconds.append(time.perf_counter() - clock)
+
+        self.inner.run(store, batches, record)
+
+    def close(self):
+        self.inner.close()
+
+
+def timed_build(graph, queries, config, executor, out, text):
+    """(seconds, Recording) of one fresh build."""
+    import shutil
+
+    from adapath.bank.build import build_bank
+
+    shutil.rmtree(out, ignore_errors=True)
+    recording = Recording(executor)
+    clock = time.perf_counter()
+    build_bank(graph, queries, out, config, recording, text=text)
+    return time.perf_counter() - clock, recording
+
+
+def scaling(args, graph, kg_dir, queries, config, work):
+    """Queries/s of the local executor and of Ray workers, put time, per-task overhead."""
+    import dataclasses
+    import logging
+
+    import ray
+
+    from adapath.bank.executors.local import LocalExecutor
+    from adapath.bank.executors.ray import RayExecutor, graph_payload, payload_bytes
+    from adapath.retrieval.bm25 import GraphText
+
+    counts = [int(v) for v in args.workers.split(",")]
+    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    n = len(queries)
+    # warm-up: one small batch per worker (worker start-up, kernel loading)
+    warm, warm_config = queries[: 2 * max(counts)], dataclasses.replace(config, batch=2)
+    rows, result = [], {"scale": args.scale, "queries": n, "batch": config.batch, "runs": {}}
+
+    for threads in sorted({1, max(counts)}):
+        executor = LocalExecutor(threads=threads)
+        timed_build(graph, warm, warm_config, executor, work / "warm-local", text)
+        seconds, rec = timed_build(graph, queries, config, executor, work / f"local-{threads}", text)
+        in_task = sum(r.ended - r.started for _, r in rec.results)
+        rows.append((f"local, {threads} thread{'s' * (threads > 1)}", threads, n / seconds, in_task, seconds, None))
+
+    size = payload_bytes(graph_payload(graph, text))
+    ray.init(address="local", num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
+             object_store_memory=int(size * 1.25) + 128 * 2**20, logging_level=logging.ERROR, log_to_driver=False)
+    puts, starts, overheads = [], [], {}
+    for workers in counts:
+        executor = RayExecutor(workers=workers)
+        clock = time.perf_counter()
+        timed_build(graph, warm, warm_config, executor, work / f"warm-ray-{workers}", text)
+        starts.append(time.perf_counter() - clock)
+        puts.append(executor.put_seconds)
+        seconds, rec = timed_build(graph, queries, config, executor, work / f"ray-{workers}", text)
+        puts.append(executor.put_seconds)
+        in_task = sum(r.ended - r.started for _, r in rec.results)
+        overheads[workers] = (seconds * workers - in_task) / len(rec.results)
+        rows.append((f"ray, {workers} worker{'s' * (workers > 1)}", workers, n / seconds, in_task, seconds,
+                     overheads[workers]))
+        commit = float(np.median(rec.commit_seconds))
+        executor.close()
+    ray.shutdown()
+
+    base = rows[0][2]
+    print(f"bench_bank --executor ray: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; "
+          f"{n} queries, batch {config.batch}, {-(-n // config.batch)} tasks per build (machine shared: noisy)")
+    print(f"{'executor':<20}{'queries/s':>11}{'vs local 1':>12}{'in-task s':>11}{'wall s':>9}{'overhead ms/task':>18}")
+    for name, _, qps, in_task, wall, over in rows:
+        print(f"{name:<20}{qps:>11.2f}{qps / base:>11.2f}x{in_task:>11.1f}{wall:>9.1f}"
+              f"{'' if over is None else f'{1000 * over:,.0f}':>18}")
+        result["runs"][name] = {"queries_per_s": qps, "in_task_s": in_task, "wall_s": wall,
+                                "overhead_s_per_task": over}
+    put = min(puts)
+    print(f"object-store put of the graph and its BM25 index: {size / 2**20:,.0f} MiB in {put:.2f} s "
+          f"({size / 2**30 / put:.2f} GiB/s); Ray warm-up build (cluster join, worker start, kernel load): "
+          f"{', '.join(f'{s:.1f} s' for s in starts)}; driver commit per batch {1000 * commit:.1f} ms")
+
+    # Projection: a worker runs a batch in t (in-task, one thread) plus the per-task overhead o;
+    # the driver commits one batch every c seconds at most; the payload reaches each node once.
+    one = next(r for r in rows if r[0].startswith("ray, 1 "))
+    tasks = -(-n // config.batch)
+    t, o, c = one[3] / tasks, overheads[1], commit
+    per_worker = config.batch / (t + o)
+    driver_cap = config.batch / c
+    print(f"projected (per worker {per_worker:.2f} q/s = batch {config.batch} / ({t:.2f} s in task + "
+          f"{o:.2f} s overhead); driver cap {driver_cap:,.0f} q/s; {args.cores_per_node} workers per node):")
+    print(f"{'nodes':>6}{'workers':>9}{'queries/s':>11}{'10k queries':>13}")
+    projection = {}
+    for nodes in [int(v) for v in args.project_nodes.split(",")]:
+        workers = nodes * args.cores_per_node
+        qps = min(workers * per_worker, driver_cap)
+        start = put + nodes * size / (10e9 / 8)  # the payload over 10 Gbit/s, node by node
+        total = start + 10_000 / qps
+        projection[nodes] = {"workers": workers, "queries_per_s": qps, "seconds_10k": total}
+        print(f"{nodes:>6}{workers:>9}{qps:>11,.0f}{total / 60:>11.1f} min")
+    result.update(put_seconds=put, payload_mib=size / 2**20, warmup_seconds=starts,
+                  commit_seconds=commit, projection=projection)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
 
 
 def jaccard_top(a, b, k):
@@ -157,11 +287,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="ray: queries/s of Ray workers next to the local executor (no reference)")
+    parser.add_argument("--workers", default="1,2", help="with --executor ray: worker counts to run")
+    parser.add_argument("--project-nodes", default="1,2,4,8,16",
+                        help="with --executor ray: node counts of the projected table")
+    parser.add_argument("--cores-per-node", type=int, default=32,
+                        help="with --executor ray: workers per node in the projected table")
     args = parser.parse_args()
 
+    from adapath.bank.build import BankConfig
+    from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.pathbank import BankConfig
     from adapath.engine.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_bank_"))
@@ -170,21 +308,24 @@ def main() -> None:
     if not kg_dir.exists():
         generate(scale=args.scale, seed=args.seed).save(kg_dir)
     graph = KnowledgeGraph.load(kg_dir, mmap=False)
-    records = QueryGenerator(graph).generate(args.queries, seed=args.seed + 1)
-    single = [r for r in records if len(r["topic_entities"]) == 1]
+    queries = training_queries(QueryGenerator(graph).generate(args.queries, seed=args.seed + 1))
+    single = [q for q in queries if len(q.topic_ids) == 1]
     config = BankConfig(batch=args.batch, tol=args.tol)
+    if args.executor == "ray":
+        scaling(args, graph, kg_dir, queries, config, work)
+        return
     k_top = config.ladder[0]
 
-    reference_records = single[: args.reference_queries]
-    n_ours, n_ref = len(single), len(reference_records)
+    reference_queries = single[: args.reference_queries]
+    n_ours, n_ref = len(single), len(reference_queries)
     rounds = []  # (ours total, ours stage seconds, reference stage seconds)
     for _ in range(max(1, args.rounds)):
         builder, setup, total, seconds = ours(graph, kg_dir, single, config, work, "cpu")
         rss_ours = peak_rss_mib()
-        ref_seconds, ref_rhos = reference_pipeline(graph, reference_records, config, k_top)
+        ref_seconds, ref_rhos = reference_pipeline(graph, reference_queries, config, k_top)
         rss_ref = peak_rss_mib()
         rounds.append((total, seconds, ref_seconds))
-    mine = our_rhos(builder, reference_records)
+    mine = our_rhos(builder, reference_queries)
     jaccard = float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(mine, ref_rhos)]))
 
     total, seconds, _ = min(rounds, key=lambda r: r[0])

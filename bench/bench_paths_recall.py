@@ -29,7 +29,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.datasets.biostrat import training_queries
     from adapath.engine.synthetic import generate
 
     graph = generate(scale=args.scale, seed=0, evidence=[args.records_file])
@@ -41,7 +42,7 @@ def main() -> None:
     print(f"{'search':<14}{'exact path':>12}{'meta-path':>12}{'paths/query':>13}{'ms/query':>10}")
     for search in ("yen", "hop-bounded"):
         clock = time.perf_counter()
-        PathBankBuilder(graph, BankConfig(search=search)).build(records, work / search)
+        build_bank(graph, training_queries(records), work / search, BankConfig(search=search))
         seconds = time.perf_counter() - clock
         rows = pq.read_table(work / search / "paths.parquet").to_pylist()
         by_query = {}

@@ -91,45 +91,40 @@ def prepare_graph(work: Path, records_path: Path, scale: float):
 
 
 def prepare_bank(work: Path, graph, bank_records: list[dict], split: str) -> Path:
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import training_queries
 
     out = work / f"bank-{split}"
-    manifest = out / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text()).get("complete"):
+    manifest = BankStore(out).read_manifest()
+    if manifest is not None and manifest.get("complete"):
         return out
     say(f"building the Path-Bank of {len(bank_records)} records")
     clock = time.perf_counter()
-    PathBankBuilder(graph, BankConfig(), graph_dir=work / "kg").build(
-        bank_records, out, on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
+    build_bank(graph, training_queries(bank_records), out, BankConfig(), graph_dir=work / "kg",
+               on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
     say(f"  bank built in {time.perf_counter() - clock:.0f} s")
     return out
 
 
-def prepare_embeddings(work: Path, graph, encoder, chunk: int = 4096) -> None:
-    """Every node's text embedding in the graph's node-embedding cache, computed in resumable
-    chunks (on a CPU, MiniLM over PrimeKG's 129k nodes takes a while, once)."""
-    from adapath.retrieval.dense import NodeEmbeddings
+def prepare_embeddings(work: Path, graph, encoder) -> None:
+    """Every node's text embedding in the graph's node store (what `adapath kg embed` writes),
+    resumable; on a CPU, MiniLM over 129k nodes takes a while, once."""
+    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.retrieval.node_store import (
+        DEFAULT_DTYPE,
+        HEADER,
+        embed_all,
+        expected_header,
+        store_name,
+    )
 
-    probe = NodeEmbeddings(graph, encoder, work / "kg")
-    if probe.done.all():
-        return
-    parts = work / "embedding-chunks" / encoder.name
-    parts.mkdir(parents=True, exist_ok=True)
-    n = graph.num_nodes
-    for lo in range(0, n, chunk):
-        part = parts / f"{lo:08d}.npy"
-        if part.is_file():
-            continue
-        clock = time.perf_counter()
-        texts = [f"{graph.name(i)} {graph.description(i)[: probe.chars]}".strip() for i in range(lo, min(n, lo + chunk))]
-        tmp = parts / f".{lo:08d}.tmp.npy"
-        np.save(tmp, encoder.encode(texts))
-        tmp.replace(part)
-        say(f"  node embeddings {min(n, lo + chunk)}/{n} ({time.perf_counter() - clock:.0f} s)")
-    probe.vectors = np.concatenate([np.load(parts / f"{lo:08d}.npy") for lo in range(0, n, chunk)])
-    probe.done[:] = True
-    probe.dirty = True
-    probe.flush()
+    places = GraphCache(work / "kg", graph.checksum(), None)
+    name = store_name(encoder.name)
+    path = places.find(name, HEADER) or places.writable(name)
+    say(f"node embeddings in {path}")
+    embed_all(graph, encoder, path, expected_header(graph, encoder.name), DEFAULT_DTYPE,
+              on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
 
 
 def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],

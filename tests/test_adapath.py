@@ -8,15 +8,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapath.datasets.biostrat import query_from_record
+from adapath.bank.build import BankConfig, build_bank
+from adapath.bank.index import BankIndex
+from adapath.datasets.biostrat import query_from_record, training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.engine.pathbank import BankConfig, PathBankBuilder
 from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
 from adapath.methods.adapath import AdaPath, AdaPathConfig
-from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.dense import HashingEncoder
 from tests.conftest import run_cli
 
@@ -34,7 +34,7 @@ def setup(tmp_path_factory):
     test = generator.generate(12, seed=2, first_id=1000)
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
     (root / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
-    PathBankBuilder(graph, BankConfig(), graph_dir=root / "kg").build(train, root / "bank")
+    build_bank(graph, training_queries(train), root / "bank", BankConfig(), graph_dir=root / "kg")
     encoder = HashingEncoder()
     bank = BankIndex(root / "bank", encoder)
     return root, graph, bank, encoder, test
@@ -204,3 +204,22 @@ def test_answer_cli_resumes_and_keeps_results_on_llm_failure(setup, tmp_path, ca
                             f"biostrat:{root / 'test.jsonl'}", "--encoder", "hashing", "--out",
                             tmp_path / "llm.jsonl", "--llm", "openai:http://127.0.0.1:9#m"], capsys)
     assert code == 2 and "LLM backend failed" in err and len(err.strip().splitlines()) == 1
+
+
+def test_answer_cli_refuses_a_foreign_bank_and_mixed_settings(setup, tmp_path, capsys):
+    root, *_ = setup
+    other = tmp_path / "other-kg"
+    generate(scale=0.02, seed=22).save(other)
+    args = ["answer", "--bank", root / "bank", "--queries", f"biostrat:{root / 'test.jsonl'}",
+            "--encoder", "hashing", "--limit", "2"]
+    code, _, err = run_cli(args + ["--kg", other, "--out", tmp_path / "x.jsonl"], capsys)
+    assert code == 2 and "built on another graph" in err and not (tmp_path / "x.jsonl").exists()
+    out = tmp_path / "a.jsonl"
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--no-metapath"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--limit", "4"], capsys)
+    assert code == 2 and "made with params=" in err and "--force" in err
+    assert len(out.read_text().splitlines()) == 2  # nothing was mixed in
+    code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--limit", "4", "--force"], capsys)
+    assert code == 0, err
+    assert all(not json.loads(x)["fallback"] == "no-metapath" for x in out.read_text().splitlines())

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapath.bank.index import BankIndex
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import Candidate
@@ -16,7 +17,6 @@ from adapath.methods.adapath import AdaPath, AdaPathConfig, shared_beam
 from adapath.methods.base import Query
 from adapath.methods.level_banks import LevelBanks
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
-from adapath.retrieval.bank_index import BankIndex
 from adapath.retrieval.dense import HashingEncoder
 
 TYPES = ("drug", "disease", "gene/protein", "effect/phenotype")
@@ -294,8 +294,8 @@ def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
 
 # ---------------------------------------------------------------------------- own-hop pooling
 def test_own_pooling_and_vote_shares_hand_worked(tmp_path):
+    from adapath.bank.index import Retrieved
     from adapath.methods.level_banks import own_pooled, vote_shares
-    from adapath.retrieval.bank_index import Retrieved
 
     bank = make_bank(tmp_path, [training("a", "alpha words", "drug", "disease", 1), training("b", "beta words", "drug", "disease", 2),
                                 training("c", "gamma words", "drug", "gene/protein", 1)],

@@ -4,7 +4,13 @@ and the vote it sharpens."""
 import numpy as np
 import pytest
 
-from adapath.methods.answer_type import VOTE_FLOOR, AnswerTypeModel, SoftmaxRegression, combine, wh_phrase
+from adapath.methods.answer_type import (
+    VOTE_FLOOR,
+    AnswerTypeModel,
+    SoftmaxRegression,
+    combine,
+    wh_phrase,
+)
 from adapath.retrieval.dense import HashingEncoder
 
 

@@ -14,9 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 import scipy.linalg
 
+from adapath.bank.build import BankConfig, build_bank
+from adapath.bank.executors.local import LocalExecutor
+from adapath.bank.info import bank_info
+from adapath.datasets.biostrat import training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.pathbank import BankConfig, PathBankBuilder, bank_info
 from adapath.engine.synthetic import generate
 from tests.conftest import run_cli
 
@@ -32,12 +35,13 @@ def small(tmp_path_factory):
         for r in records:
             handle.write(json.dumps(r) + "\n")
     config = BankConfig(batch=5)
-    PathBankBuilder(graph, config, graph_dir=root / "kg").build(records, root / "bank")
+    build_bank(graph, training_queries(records), root / "bank", config, graph_dir=root / "kg")
     return root, graph, records, config
 
 
 def reference_query(graph, text, topic, answer, config):
-    """Eq. 1 weights, dense PPR solve, corridor and Eq. 5 costs, written from scratch."""
+    """Eq. 1 weights, dense PPR solve, corridor and Eq. 5 costs, written from scratch: the
+    corridor as a networkx MultiGraph, one edge per relation (keyed by its name)."""
     texts = [f"{graph.name(i)} {graph.description(i)}" for i in range(graph.num_nodes)]
     rel_texts = [f"{n} {d}" for n, d in zip(graph.relation_names, graph.relation_descriptions)]
 
@@ -68,14 +72,13 @@ def reference_query(graph, text, topic, answer, config):
     order = np.lexsort((np.arange(n), -rho))
     for k in config.ladder:
         nodes = set(order[:k].tolist()) | {topic, answer}
-        g = nx.Graph()
+        g = nx.MultiGraph()
         g.add_nodes_from(nodes)
         for h, r, t, weight in zip(heads, rels, tails, w):
             if h in nodes and t in nodes:
                 rho_bar = 0.5 * (rho[h] + rho[t]) / rho[list(nodes)].max()
                 cost = 1 / (config.alpha * weight + (1 - config.alpha) * rho_bar)
-                if not g.has_edge(h, t) or cost < g[h][t]["weight"]:
-                    g.add_edge(h, t, weight=cost, relation=graph.relation_names[r])
+                g.add_edge(h, t, key=graph.relation_names[r], weight=cost)
         if nx.has_path(g, topic, answer):
             return g, k
     return None, None
@@ -99,9 +102,10 @@ def test_bank_rows_match_independent_computation(small):
             nodes = graph.index_of(r["node_ids"]).tolist()
             assert nodes[0] == topic and nodes[-1] == answer and len(set(nodes)) == len(nodes)
             assert r["hop"] == len(nodes) - 1
-            cost = sum(corridor[a][b]["weight"] for a, b in zip(nodes[:-1], nodes[1:]))
+            steps = list(zip(nodes[:-1], nodes[1:], r["relations"]))
+            assert all(corridor.has_edge(a, b, key=rel) for a, b, rel in steps)
+            cost = sum(corridor[a][b][rel]["weight"] for a, b, rel in steps)
             assert r["cost"] == pytest.approx(cost, rel=1e-6)
-            assert r["relations"] == [corridor[a][b]["relation"] for a, b in zip(nodes[:-1], nodes[1:])]
             assert r["node_types"] == [graph.type_name(v) for v in nodes]
             checked += 1
     assert checked >= 4
@@ -137,7 +141,7 @@ def test_two_topic_records_give_chain_and_direct_pairs(tmp_path, dev_jsonl):
     graph = generate(scale=0.01, seed=2, evidence=[dev_jsonl])
     records = [json.loads(line) for line in open(dev_jsonl)]
     two = [r for r in records if len(r["topic_entities"]) == 2][:3]
-    PathBankBuilder(graph, BankConfig()).build(two, tmp_path / "bank")
+    build_bank(graph, training_queries(two), tmp_path / "bank", BankConfig())
     rows = pq.read_table(tmp_path / "bank" / "paths.parquet").to_pylist()
     for record in two:
         pairs = {r["pair"] for r in rows if r["query_id"] == str(record["data_id"])}
@@ -190,6 +194,122 @@ def test_bank_cli_errors(small, tmp_path, capsys):
 
 def test_threaded_pair_stage_gives_the_same_bank(small, tmp_path):
     root, graph, records, config = small
-    PathBankBuilder(graph, config, graph_dir=root / "kg", workers=3).build(records, tmp_path / "threaded")
+    build_bank(graph, training_queries(records), tmp_path / "threaded", config, LocalExecutor(threads=3),
+               graph_dir=root / "kg")
     assert pq.read_table(tmp_path / "threaded" / "paths.parquet").equals(
         pq.read_table(root / "bank" / "paths.parquet"))
+
+
+def test_bank_build_takes_the_papers_parameters(small, tmp_path, capsys):
+    root, graph, records, _ = small
+    config = BankConfig(beta=0.5, eta=0.7, alpha=0.3, ladder=(100, 400), per_hop=2, max_hop=3)
+    spec = tmp_path / "q.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in records[:3]))
+    code, _, err = run_cli(["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{spec}",
+                            "--out", tmp_path / "bank", "--beta", "0.5", "--eta", "0.7", "--alpha", "0.3",
+                            "--ladder", "100,400", "--per-hop", "2", "--max-hop", "3"], capsys)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "bank" / "manifest.json").read_text())
+    assert manifest["parameters"] == config.signature()
+    rows = pq.read_table(tmp_path / "bank" / "paths.parquet").to_pylist()
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["query_id"], row["pair"], row["hop"]), []).append(row)
+    assert all(len(g) <= 2 for g in groups.values()) and all(r["hop"] <= 3 for r in rows)
+    for record in records[:3]:
+        mine = [r for r in rows if r["query_id"] == str(record["data_id"]) and r["pair"] == "direct"]
+        topic, answer = graph.index_of([mine[0]["topic_id"], mine[0]["answer_id"]])
+        corridor, k = reference_query(graph, record["explicit_query"], int(topic), int(answer), config)
+        assert all(r["corridor_k"] == k for r in mine)
+        for r in mine:
+            nodes = graph.index_of(r["node_ids"]).tolist()
+            steps = zip(nodes[:-1], nodes[1:], r["relations"])
+            assert r["cost"] == pytest.approx(sum(corridor[a][b][rel]["weight"] for a, b, rel in steps), rel=1e-6)
+    code, _, err = run_cli(["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{spec}",
+                            "--out", tmp_path / "b2", "--ladder", "300,150"], capsys)
+    assert code == 2 and "ladder 300,150" in err
+    assert not (tmp_path / "b2").exists()
+
+
+def test_resume_refusal_says_what_differs(small, tmp_path, capsys):
+    root, graph, records, _ = small
+    spec = tmp_path / "q.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in records[:3]))
+    base = ["bank", "build", "--kg", root / "kg", "--out", tmp_path / "bank"]
+    assert run_cli(base + ["--queries", f"biostrat:{spec}"], capsys)[0] == 0
+    code, _, err = run_cli(base + ["--queries", f"biostrat:{spec}", "--beta", "0.5", "--per-hop", "3"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "parameters: beta 0.3 -> 0.5, per_hop 5 -> 3" in err and "graph:" not in err and "queries:" not in err
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps(r) + "\n" for r in records[:5]))
+    code, _, err = run_cli(base + ["--queries", f"biostrat:{more}"], capsys)
+    assert code == 2 and "queries: the bank has 3 queries, the file 5: 2 not in the bank" in err
+    assert "parameters:" not in err
+    other = generate(scale=0.01, seed=6)
+    other.save(tmp_path / "other")
+    code, _, err = run_cli(["bank", "build", "--kg", tmp_path / "other", "--out", tmp_path / "bank",
+                            "--queries", f"biostrat:{spec}"], capsys)
+    assert code == 2 and f"graph: built on another graph (checksum {graph.checksum()[:12]}" in err
+
+
+def test_device_cuda_without_cupy_leaves_no_folder(small, tmp_path, capsys):
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("CuPy is installed")
+    except ImportError:
+        pass
+    root, *_ = small
+    code, _, err = run_cli(["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}",
+                            "--out", tmp_path / "bank", "--device", "cuda"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "CuPy" in err
+    assert not (tmp_path / "bank").exists()
+
+
+def test_bank_info_labels_pairs_and_keeps_each_metapath_on_one_line(small, tmp_path):
+    root, *_ = small
+    env = dict(os.environ, COLUMNS="40")
+    proc = subprocess.run([sys.executable, "-m", "adapath.cli", "bank", "info", str(root / "bank")],
+                          capture_output=True, text=True, env=env, check=True)
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("pairs by corridor K: ") for line in lines)
+    assert any(line.startswith("pairs by fallback: ") for line in lines)
+    info = bank_info(root / "bank")
+    for metapath, count in list(info["metapaths"].items())[:10]:
+        assert any(line.split() == [f"{count:,}", *metapath.split()] for line in lines), metapath
+    assert info["pairs_with_paths"] >= info["queries_with_paths"]
+
+
+def test_plan_cuts_unfinished_runs_into_batches(small):
+    from adapath.bank.build import plan_batches
+
+    _, graph, records, _ = small
+    queries = training_queries(records[:7])
+    done = {queries[2].id, queries[3].id}
+    batches = plan_batches(graph, queries, "explicit", 2, done)
+    # by hand: places 0-1 | (2, 3 done) | 4-5 | 6
+    assert [(b.start, b.stop) for b in batches] == [(0, 2), (4, 6), (6, 7)]
+    assert [b.name for b in batches] == ["part-00000000-00000002.parquet", "part-00000004-00000006.parquet",
+                                         "part-00000006-00000007.parquet"]
+    assert [b.query_ids for b in batches] == [[queries[0].id, queries[1].id], [queries[4].id, queries[5].id],
+                                              [queries[6].id]]
+
+
+def test_partial_bank_with_parts_of_the_older_naming_resumes(small, tmp_path):
+    """Parts numbered by an older build (part-NNNNNN) still count as finished on a rerun."""
+    import shutil
+
+    root, graph, records, config = small
+    shutil.copytree(root / "bank", tmp_path / "bank")
+    bank = tmp_path / "bank"
+    parts = sorted((bank / "parts").glob("part-*.parquet"))
+    for number, part in enumerate(parts):
+        part.rename(part.with_name(f"part-{number:06d}.parquet"))
+    (bank / "parts" / f"part-{len(parts) - 1:06d}.parquet").unlink()  # the last batch is lost
+    (bank / "paths.parquet").unlink()
+    manifest = json.loads((bank / "manifest.json").read_text())
+    manifest.update(complete=False, queries_done=manifest["queries_done"] - 2)
+    (bank / "manifest.json").write_text(json.dumps(manifest))
+    progress = build_bank(graph, training_queries(records), bank, config, graph_dir=root / "kg")
+    assert progress.resumed_at == len(records) - 2 and progress.done == len(records)
+    assert pq.read_table(bank / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))

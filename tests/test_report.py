@@ -50,10 +50,12 @@ def test_hand_worked_report(pair, tmp_path):
     assert metrics["metapath_r1"] == 50.0 and metrics["metapath_r3"] == 100.0
     assert metrics["metapath_mrr"] == pytest.approx(0.75)
     # control signals: only the first result has them: right type, wrong hop count
-    assert metrics["control_accuracy"] == {"explicit": {"answer_type": 100.0, "hops": 0.0}}
-    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "table24.md", "hit_rate_by_depth.png"):
+    assert metrics["control_accuracy"] == {"explicit": {"answer_type": 100.0, "hops": 0.0, "n": 1}}
+    for name in ("metrics.json", "table2.md", "table4.md", "table11.md", "table24.md", "hit_rate_by_depth.png",
+                 "recall_by_depth.png", "efficiency.md", "report.md"):
         assert (tmp_path / "r" / name).is_file()
-    assert "| explicit | 100.00 | 0.00 | 50.00 | 50.00 |" in (tmp_path / "r" / "table2.md").read_text()
+    # one method named "results" (the lines carry no method): explicit 1-hop, 2-hop, Avg, Overall
+    assert "| results | 100.00 | 0.00 | 50.00 | 50.00 |" in (tmp_path / "r" / "table2.md").read_text()
 
 
 def test_eval_cli_and_compare(pair, tmp_path, capsys, dev_jsonl):
@@ -72,7 +74,8 @@ def test_eval_cli_and_compare(pair, tmp_path, capsys, dev_jsonl):
     code, out, err = run_cli(["eval", "compare", a, b, "--queries", f"biostrat:{queries}",
                               "--resamples", "200"], capsys)
     assert code == 0, err
-    assert "A - B = +50.00 points" in out
+    # strict: a is right on the 1-hop record only; lenient: on both
+    assert "| explicit | all | 2 | 50.00 | 0.00 | +50.00 [+0.00, +100.00] | 100.00 | 0.00 | +100.00" in out
     code, out, err = run_cli(["eval", "--results", a], capsys)
     assert code == 2 and "needs --results" in err
 
@@ -94,12 +97,13 @@ def test_gold_set_is_the_same_with_or_without_the_graph(pair, tmp_path, capsys):
     graph.save(kg)
     code, _, err = run_cli(base + ["--out", tmp_path / "r1", "--kg", kg], capsys)
     assert code == 0, err
-    assert json.loads((tmp_path / "r1" / "metrics.json").read_text())["em_strict"] == 100.0
+    assert json.loads((tmp_path / "r1" / "metrics.json").read_text())["methods"]["a"]["em_strict"] == 100.0
+    assert "answer names from the records and the graph (--kg): 1 of 1 questions" in err
     named = several | {"valid_answer_names": [one["answer_entity"]["name"], two["answer_entity"]["name"]]}
     queries.write_text(json.dumps(named) + "\n")
     scores = []
     for extra, name in (([], "r2"), (["--kg", kg], "r3")):
         code, _, err = run_cli(base + ["--out", tmp_path / name] + extra, capsys)
         assert code == 0, err
-        scores.append(json.loads((tmp_path / name / "metrics.json").read_text())["em_strict"])
+        scores.append(json.loads((tmp_path / name / "metrics.json").read_text())["methods"]["a"]["em_strict"])
     assert scores == [100.0, 100.0]

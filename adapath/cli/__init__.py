@@ -16,13 +16,15 @@ from adapath.cli.common import say
 from adapath.cli.dataset import dataset_app
 from adapath.cli.evaluate import eval_app
 from adapath.cli.kg import kg_app
+from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
+from adapath.cli.view import view_cmd
 from adapath.errors import InputError
 from adapath.methods.run import Interrupted
 
 app = typer.Typer(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
-    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None,
 )
 app.add_typer(kg_app, name="kg")
 app.add_typer(dataset_app, name="dataset")
@@ -31,6 +33,8 @@ app.command("answer")(answer_cmd)
 app.command("methods")(methods_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
+app.command("view")(view_cmd)
+app.add_typer(llm_app, name="llm")
 
 
 def main(argv: list[str] | None = None) -> None:

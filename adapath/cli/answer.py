@@ -7,18 +7,19 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import err_console, out_console, say
+from adapath.cli.common import (
+    CACHE_DIR_HELP,
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
+    LLM_OPTION_HELP,
+    err_console,
+    llm_options,
+    out_console,
+    parse_pairs,
+    say,
+    use_cache_dir,
+)
 from adapath.errors import InputError
-
-
-def parse_params(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--param {item!r}: expected NAME=VALUE")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _bank_checksum(bank: Path) -> str | None:
@@ -41,17 +42,25 @@ def answer_cmd(
     model: Path | None = typer.Option(None, "--model", help="PathMind model directory (pathmind)."),
     level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
-    encoder: str = typer.Option("minilm", "--encoder", help="minilm (default), hashing, or a sentence-transformers path."),
-    param: list[str] = typer.Option([], "--param", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
+    device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
     prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
+    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
+    workers: int = typer.Option(0, "--workers", help="ray: batches answered at once (0 = one per CPU of the cluster)."),
+    threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
     limit: int = typer.Option(0, "--limit", help="Answer only the first N questions of each level (0 = all)."),
     force: bool = typer.Option(False, "--force", help="Start over: delete the results and their settings first."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
+    use_cache_dir(cache_dir)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -62,13 +71,18 @@ def answer_cmd(
 
     from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import LLMError, make_backend
+    from adapath.llm import PLACEMENT, LLMError, make_backend
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.methods.run import run_queries
 
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor {executor!r}: choose local or ray")
+    if ray_address and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
     spec = get_method(method)
-    given = parse_params(param)
+    backend_options = llm_options(llm, llm_option, device)
+    given = parse_pairs(param, "--param")
     if no_metapath:
         given["metapath"] = "false"
     if llm_plan:
@@ -99,9 +113,12 @@ def answer_cmd(
     settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
+    if replying:  # absent otherwise, so files made before --llm-option still resume
+        settings["llm_options"] = replying
 
     def build():
-        backend = make_backend(llm, tensor_parallel_size=tensor_parallel)
+        backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
         context = MethodContext(graph, kg, backend, encoder, bank, model, params)
         return spec.make(context)
 
@@ -110,11 +127,16 @@ def answer_cmd(
         if (missing < 0).any():
             raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
                              f"are not in {kg}")
+    runner = None
+    if executor == "ray":
+        from adapath.methods.run_ray import RayAnswerExecutor
+
+        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
     with Progress(TextColumn("answer"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task("answer", total=None)
         try:
-            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force,
+            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
                                   on_batch=lambda done, total: bar.update(task, completed=done, total=total))
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}; finished results are kept in {out}") from None

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from adapath.cli.common import err_console, out_console, say
+from adapath.cli.common import CACHE_DIR_HELP, command_group, err_console, say, use_cache_dir
 from adapath.errors import InputError
 
-bank_app = typer.Typer(help="Build and inspect Path-Banks.", no_args_is_help=True)
+bank_app = command_group("Build and inspect Path-Banks.")
 
+
+def _ladder(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"--ladder {text!r}: give corridor sizes as integers, e.g. 150,300,500,1000") from None
 
 
 @bank_app.command("build")
@@ -24,16 +27,26 @@ def bank_build(
     queries: str = typer.Option(..., "--queries", help="Training queries: biostrat:PATH."),
     out: Path = typer.Option(..., "--out", help="Bank directory (resumed if it exists)."),
     level: str = typer.Option("explicit", "--level", help="Query text: explicit|implicit|bare."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
-    batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run)."),
-    workers: int = typer.Option(0, "--workers", help="CPU threads for PPR and for the per-query corridor and path search (0 = all cores)."),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda (CuPy)."),
+    batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run, one part file)."),
+    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT (as `ray start --head` prints it); without it --executor ray starts a local cluster."),
+    workers: int = typer.Option(0, "--workers", help="local: CPU threads for PPR and the per-query path search; ray: batches running at once (0 = every core / every CPU of the cluster)."),
+    threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs (Numba threads) each Ray task asks for."),
+    beta: float = typer.Option(0.3, "--beta", help="Eq. 1: weight of relation similarity against node similarity."),
+    eta: float = typer.Option(0.85, "--eta", help="PPR teleport probability."),
+    ladder: str = typer.Option("150,300,500,1000", "--ladder", help="Corridor sizes K tried in turn until topic and answer connect."),
+    alpha: float = typer.Option(0.5, "--alpha", help="Eq. 5: weight of the edge weight against the corridor score in a path's cost."),
+    per_hop: int = typer.Option(5, "--per-hop", help="Paths (distinct meta-paths) kept per hop count."),
+    max_hop: int = typer.Option(5, "--max-hop", help="Longest path kept, in hops."),
+    relation_sequences: int = typer.Option(8, "--relation-sequences", help="Relation sequences registered per node path where node pairs are joined by several relations (cheapest first)."),
     tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
     search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
-    force: bool = typer.Option(False, "--force", help="Start over instead of resuming."),
+    force: bool = typer.Option(False, "--force", help="Start over instead of resuming (the old bank is removed once the inputs check out)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
-    import shutil
-
+    use_cache_dir(cache_dir)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -42,70 +55,85 @@ def bank_build(
         TimeRemainingColumn,
     )
 
-    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.executors import make_executor
+    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.pathbank import BankConfig, PathBankBuilder
 
     if level not in LEVELS:
         raise InputError(f"--level {level!r}: choose from {', '.join(LEVELS)}")
-    if batch < 1:
-        raise InputError("--batch must be at least 1")
-    if search not in ("yen", "hop-bounded"):
-        raise InputError(f"--search {search!r}: choose yen or hop-bounded")
-    import numba
-
-    if workers:
-        numba.set_num_threads(max(1, min(workers, numba.config.NUMBA_NUM_THREADS)))
-    threads = workers or (os.cpu_count() or 1)
-    records = load_records(parse_spec(queries))
-    if not records:
+    config = BankConfig(level=level, batch=batch, device=device, tol=tol, search=search, beta=beta, eta=eta,
+                        ladder=_ladder(ladder), alpha=alpha, per_hop=per_hop, max_hop=max_hop,
+                        relation_sequences=relation_sequences)
+    config.check()
+    if device not in ("cpu", "cuda"):
+        raise InputError(f"--device {device!r}: choose cpu or cuda")
+    runner = make_executor(executor, workers=workers, ray_address=ray_address,
+                           threads_per_worker=threads_per_worker)
+    training = training_queries(load_records(parse_spec(queries)))
+    if not training:
         raise InputError(f"{queries}: no records")
     graph = KnowledgeGraph.load(kg)
-    if force and out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    config = BankConfig(level=level, batch=batch, device=device, tol=tol, search=search)
-    builder = PathBankBuilder(graph, config, graph_dir=kg, workers=threads)
     start = time.perf_counter()
-    with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
-                  console=err_console, transient=True) as bar:
-        task = bar.add_task("bank", total=len(records), rate="")
+    try:
+        with Progress(TextColumn("bank"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                      console=err_console, transient=True) as bar:
+            task = bar.add_task("bank", total=len(training), rate="")
 
-        def report(progress):
-            elapsed = time.perf_counter() - start
-            bar.update(task, completed=progress.done, rate=f"{progress.done / max(elapsed, 1e-9):.1f} q/s")
+            def report(progress):
+                elapsed = time.perf_counter() - start
+                bar.update(task, completed=progress.done,
+                           rate=f"{(progress.done - progress.resumed_at) / max(elapsed, 1e-9):.1f} q/s")
 
-        progress = builder.build(records, out, on_progress=report)
-    say(f"wrote {out}: {progress.done}/{progress.total} queries in "
-         f"{time.perf_counter() - start:.1f} s")
+            progress = build_bank(graph, training, out, config, executor=runner, graph_dir=kg,
+                                  force=force, on_progress=report)
+    finally:
+        runner.close()
+    say(f"wrote {out}: {progress.done}/{progress.total} queries in {time.perf_counter() - start:.1f} s")
 
 
 @bank_app.command("info")
 def bank_info_cmd(
     bank: Path = typer.Argument(..., help="Bank directory."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> None:
-    """Paths per hop, meta-path frequencies, fallbacks, corridor-K histogram."""
-    from adapath.engine.pathbank import bank_info
+    """Paths per hop, meta-path frequencies, pairs by corridor K and by fallback."""
+    from adapath.bank.info import bank_info
 
     info = bank_info(bank)
     if as_json:
         print(json.dumps(info, indent=2))
         return
     state = "complete" if info["complete"] else "partial"
-    out_console.print(f"[bold]{bank}[/]: {info['queries_done']}/{info['queries_total']} queries "
-                      f"({state}), {info['paths']:,} paths, {info['distinct_metapaths']} meta-paths")
-    out_console.print("paths per hop: " + ", ".join(f"{h}: {c}" for h, c in info["paths_per_hop"].items()))
-    out_console.print("corridor K: " + ", ".join(f"{k}: {c}" for k, c in info["corridor_k"].items()))
-    out_console.print("fallbacks: " + ", ".join(f"{k}: {c}" for k, c in info["fallbacks"].items()))
-    table = Table(title="most frequent meta-paths")
-    table.add_column("meta-path")
-    table.add_column("paths", justify="right")
-    for metapath, count in list(info["metapaths"].items())[:10]:
-        table.add_row(escape(metapath), str(count))
-    out_console.print(table)
+    # Plain lines, never wrapped by us: a long meta-path stays on its own line.
+    lines = [
+        f"{bank}: {info['queries_done']}/{info['queries_total']} queries ({state}), {info['paths']:,} paths, "
+        f"{info['distinct_metapaths']} distinct meta-paths",
+        f"queries with paths: {info['queries_with_paths']}, without: {info['queries_without_paths']}; "
+        f"pairs with paths: {info['pairs_with_paths']} (a two-topic query gives a chain and a direct pair)",
+        "paths per hop: " + ", ".join(f"{h}-hop {c}" for h, c in info["paths_per_hop"].items()),
+        "pairs by corridor K: " + ", ".join(f"K={k} {c}" for k, c in info["pairs_by_corridor_k"].items()),
+        "pairs by fallback: " + ", ".join(f"{k} {c}" for k, c in info["pairs_by_fallback"].items()),
+        "most frequent meta-paths (paths holding each):",
+    ]
+    top = list(info["metapaths"].items())[:10]
+    width = max((len(f"{c:,}") for _, c in top), default=1)
+    lines += [f"  {count:>{width},}  {metapath}" for metapath, count in top]
     seconds = info["stage_seconds"]
-    out_console.print("stage seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
+    lines.append("stage seconds (summed over workers): " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
+    print("\n".join(lines))
 
 
+@bank_app.command("view")
+def bank_view_cmd(
+    bank: Path = typer.Argument(..., help="Bank directory."),
+    out: Path = typer.Option(..., "--out", help="HTML file to write (self-contained, opens offline)."),
+    kg: Path | None = typer.Option(None, "--kg", help="Graph directory, for node names (else ids)."),
+    sample: int = typer.Option(40, "--sample", help="Training queries whose paths are drawn."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+) -> None:
+    """One HTML page: meta-paths by hop and topic type, and a sample of registered paths."""
+    from adapath.cli.view import bank_view
+
+    bank_view(bank, out, kg, sample, seed)

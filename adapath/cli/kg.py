@@ -9,10 +9,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from adapath.cli.common import err_console, out_console, say
+from adapath.cli.common import (
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
+    command_group,
+    err_console,
+    out_console,
+    say,
+)
 
-kg_app = typer.Typer(help="Build, import and inspect knowledge graphs.", no_args_is_help=True)
-import_app = typer.Typer(help="Import a graph from a real format.", no_args_is_help=True)
+kg_app = command_group("Build, import and inspect knowledge graphs.")
+import_app = command_group("Import a graph from a real format.")
 kg_app.add_typer(import_app, name="import")
 
 
@@ -22,8 +29,8 @@ def kg_synth(
     out: Path = typer.Option(..., "--out", help="Output graph directory."),
     scale: float = typer.Option(1.0, "--scale", help="1.0 = PrimeKG's size; node and edge counts scale alike."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same graph."),
-    evidence: list[Path] = typer.Option([], "--evidence", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
-    descriptions: list[Path] = typer.Option([], "--descriptions", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
+    evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
+    descriptions: list[Path] = typer.Option([], "--descriptions", metavar="FILE", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
@@ -92,8 +99,8 @@ def import_primekg(
 @import_app.command("hetionet")
 def import_hetionet(
     json_file: Path = typer.Argument(..., help="Hetionet v1.0 JSON."),
-    out: Path = typer.Option(..., "--out"),
-    force: bool = typer.Option(False, "--force"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import Hetionet v1.0 JSON."""
     from adapath.engine.loaders import load_hetionet
@@ -106,9 +113,9 @@ def import_hetionet(
 def import_edges(
     edges: Path = typer.Argument(..., help="Edges table: head, relation, tail (CSV or Parquet)."),
     nodes: Path = typer.Option(..., "--nodes", help="Nodes table: id, name, type, description."),
-    out: Path = typer.Option(..., "--out"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
     allow_new_types: bool = typer.Option(False, "--allow-new-types", help="Accept node types outside PrimeKG's ten."),
-    force: bool = typer.Option(False, "--force"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import a generic edges table and nodes table."""
     from adapath.engine.loaders import load_edges
@@ -120,8 +127,8 @@ def import_edges(
 @import_app.command("biostrat")
 def import_biostrat(
     records: list[Path] = typer.Argument(..., help="BioStrat-QA JSONL files."),
-    out: Path = typer.Option(..., "--out"),
-    force: bool = typer.Option(False, "--force"),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import the evidence graph of BioStrat-QA records (their nodes and triplets only)."""
     from adapath.engine.loaders import load_biostrat
@@ -130,3 +137,79 @@ def import_biostrat(
     _save_imported(load_biostrat(records), out, force, start)
 
 
+@kg_app.command("embed")
+def kg_embed(
+    kg: Path = typer.Option(..., "--kg", help="Graph directory."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
+    batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
+    backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="CPU threads for the encoder (default: all cores; 1 can be faster on busy shared cores)."),
+    dtype: str | None = typer.Option(None, "--dtype", help="float32 (default) or float16 storage; a resumed store keeps its own."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Write the store here instead of KG/cache (also ADAPATH_CACHE_DIR)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing store (stale, foreign or complete)."),
+) -> None:
+    """Encode every node's text once (name + first 300 description characters) into a
+    memory-mapped store that `answer` reads; resumable after an interruption."""
+    import shutil
+
+    from adapath.cli.progress import ProgressReport
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.errors import InputError
+    from adapath.retrieval.cache_dir import GraphCache, can_write
+    from adapath.retrieval.dense import make_encoder, resolve_backend
+    from adapath.retrieval.node_store import (
+        DEFAULT_DTYPE,
+        DTYPES,
+        HEADER,
+        NodeStore,
+        embed_all,
+        expected_header,
+        store_name,
+    )
+
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError(f"--dtype {dtype!r}: choose float32 or float16")
+    graph = KnowledgeGraph.load(kg)
+    model = make_encoder(encoder, device=device, backend=resolve_backend(backend, device), batch_size=batch,
+                         threads=threads)
+    name = store_name(model.name)
+    places = GraphCache(kg, graph.checksum(), cache_dir)
+    expect = expected_header(graph, model.name)
+    path = places.find(name, HEADER)
+    if path is not None and force:
+        if can_write(path.parent):
+            shutil.rmtree(path)
+        path = None  # a read-only store stays; the new one goes to a writable place
+    if path is not None:
+        store = NodeStore.open(path, expect)
+        if dtype is not None and store.header["dtype"] != dtype:
+            raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
+        dtype = store.header["dtype"]
+        if store.complete:
+            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); --force rebuilds it")
+            return
+        store.close()
+    else:
+        path = places.writable(name)
+        if path is None:
+            raise InputError(f"nowhere to write node embeddings for {kg}: pass --cache-dir DIR")
+    dtype = dtype or DEFAULT_DTYPE
+    start = time.perf_counter()
+    finished = 0
+    try:
+        with ProgressReport("kg embed", graph.num_nodes, unit="texts") as report:
+            def on_progress(p):
+                nonlocal finished
+                finished = p.done
+                report.update(p.done, p.rate)
+
+            progress = embed_all(graph, model, path, expect, dtype, chunk=4 * batch, on_progress=on_progress)
+    except KeyboardInterrupt:
+        say(f"interrupted: {finished:,} of {graph.num_nodes:,} node vectors kept in {path}; "
+            "rerun the same command to resume")
+        raise typer.Exit(130) from None
+    seconds = time.perf_counter() - start
+    route = f"{getattr(model, 'device', 'cpu')}/{getattr(model, 'backend', 'numpy')}"
+    say(f"wrote {path}: {graph.num_nodes:,} node vectors ({progress.encoded:,} encoded now; {model.name} "
+        f"on {route}, {dtype}) in {seconds:.1f} s ({progress.rate:.1f} texts/s)")

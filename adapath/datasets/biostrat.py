@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapath.bank.query import TrainingQuery
 from adapath.engine.loaders import iter_jsonl
 from adapath.errors import InputError
 
@@ -119,3 +120,27 @@ def records_query_set(records: list[dict], spec: str = "biostrat:(in memory)"):
         texts = {level: record[f"{level}_query"] for level in LEVELS}
         items.append(Item(query.id, texts, query.topic_ids, gold=record_gold(record), record=record))
     return QuerySet(spec, "biostrat", LEVELS, items)
+
+
+def topic_ids_in_path_order(record: dict) -> list[int]:
+    """A record's topic ids, ordered by where its path meets them (first topic first)."""
+    ids = [int(k) for k in record["topic_entities"]]
+    path = [int(v) for v in record["path_node_ids"]]
+    return sorted(ids, key=lambda i: path.index(i) if i in path else len(path))
+
+
+def training_queries(records: list[dict]) -> list[TrainingQuery]:
+    """BioStrat-QA records as the Path-Bank's input."""
+    out = []
+    for record in records:
+        types = {int(m["id"]): m.get("type", "") for m in record["node_metadata"]}
+        topics = topic_ids_in_path_order(record)
+        out.append(TrainingQuery(
+            id=str(record["data_id"]),
+            texts={level: record[f"{level}_query"] for level in LEVELS},
+            topic_ids=tuple(topics), answer_id=int(record["answer_entity"]["id"]),
+            topic_type=types.get(topics[0], ""), answer_type=record["answer_entity"].get("type", ""),
+            hops=int(record["num_hops"]), template_id=str(record.get("template_id", "")),
+            path_ids=tuple(int(v) for v in record["path_node_ids"]),
+        ))
+    return out

@@ -328,7 +328,7 @@ def load_hetionet(path: str | Path) -> KnowledgeGraph:
     except UnicodeDecodeError:
         raise InputError(f"{path}: bytes are not valid UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} column {exc.colno})") from None
     if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
         raise InputError(f"{path}: expected a Hetionet JSON object with 'nodes' and 'edges'")
     types = _Vocabulary(NODE_TYPES, "node type", growable=True)
@@ -427,7 +427,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+                raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg} column {exc.colno})") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{lineno}: expected a JSON object")
             yield lineno, obj

@@ -2,13 +2,17 @@
 
 Edge cost ``c(u, v) = 1 / (alpha * w_q(u, r, v) + (1 - alpha) * rho_bar(u, v))`` where
 ``rho_bar`` is the mean of the endpoints' corridor scores after normalizing rho per query by
-its maximum over the corridor (so it lies in [0, 1], the range of w up to eps). Between
-parallel edges the cheapest relation is kept. Paths come from Yen's algorithm in cost
-order and are binned by hop count, deduplicated by typed signature, n per hop.
+its maximum over the corridor (so it lies in [0, 1], the range of w up to eps). Node paths
+come from Yen's algorithm in cost order over the cheapest edge of each node pair; a pair
+joined by several relations gives a path several relation sequences, and each found node
+path registers its cheapest ``relation_sequences`` of them (each with its own cost), so a
+meta-path through a second relation is not lost behind the first. Paths are binned by hop
+count, deduplicated by typed signature, n per hop.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +23,7 @@ from adapath.engine.metapath import MetaPath
 from adapath.kernels.yen import yen_k_shortest
 
 ALPHA = 0.5
+RELATION_SEQUENCES = 8  # relation sequences registered per found node path, cheapest first
 
 
 @dataclass
@@ -38,7 +43,8 @@ class FoundPath:
 
 @dataclass
 class LocalGraph:
-    """The corridor as a local CSR with one (cheapest) cost and relation per neighbour pair."""
+    """The corridor as a local CSR with one (cheapest) cost and relation per neighbour pair,
+    and beside it every parallel edge, for the relation sequences of a found node path."""
 
     nodes: np.ndarray
     indptr: np.ndarray
@@ -46,6 +52,42 @@ class LocalGraph:
     cost: np.ndarray
     relation: np.ndarray
     keys: np.ndarray  # src * n + dst, sorted: the lookup for a step's relation
+    edge_keys: np.ndarray  # every half-edge's src * n + dst, sorted by (key, cost, relation)
+    edge_cost: np.ndarray
+    edge_relation: np.ndarray
+
+    def relation_sequences(self, path: np.ndarray, cap: int) -> list[tuple[np.ndarray, float]]:
+        """The ``cap`` cheapest relation sequences along a local node path, as (relation
+        codes, cost), cheapest first (ties in the order of the relations' codes)."""
+        n = len(self.nodes)
+        steps = path[:-1] * n + path[1:]
+        lo = np.searchsorted(self.edge_keys, steps, side="left")
+        hi = np.searchsorted(self.edge_keys, steps, side="right")
+        options = [(self.edge_cost[a:b].tolist(), self.edge_relation[a:b]) for a, b in zip(lo, hi)]
+
+        def total(choice: tuple[int, ...]) -> float:
+            cost = 0.0
+            for (costs, _), i in zip(options, choice):
+                cost += costs[i]
+            return cost
+
+        # best-first over choice vectors: each popped vector's successors raise one step's choice
+        first = (0,) * len(options)
+        heap, seen, out = [(total(first), first)], {first}, []
+        while heap and len(out) < cap:
+            cost, choice = heapq.heappop(heap)
+            out.append((np.array([rels[i] for (_, rels), i in zip(options, choice)], dtype=np.int64), cost))
+            for step, (costs, _) in enumerate(options):
+                if choice[step] + 1 < len(costs):
+                    nxt = choice[:step] + (choice[step] + 1,) + choice[step + 1:]
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        heapq.heappush(heap, (total(nxt), nxt))
+        return out
+
+    def found_paths(self, path: np.ndarray, cap: int) -> list[FoundPath]:
+        return [FoundPath(self.nodes[path], relations, cost)
+                for relations, cost in self.relation_sequences(path, cap)]
 
 
 def corridor_graph(graph: KnowledgeGraph, builder: CorridorBuilder, corridor: Corridor,
@@ -63,40 +105,39 @@ def corridor_graph(graph: KnowledgeGraph, builder: CorridorBuilder, corridor: Co
     key = src * n + dst
     order = np.lexsort((rel, cost, key))
     key, cost, rel, dst, src = key[order], cost[order], rel[order], dst[order], src[order]
+    edge_keys, edge_cost, edge_rel = key, cost, rel
     first = np.ones(len(key), dtype=bool)
     first[1:] = key[1:] != key[:-1]
     key, cost, rel, dst, src = key[first], cost[first], rel[first], dst[first], src[first]
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return LocalGraph(nodes, indptr, dst.astype(np.int64), cost, rel, key)
+    return LocalGraph(nodes, indptr, dst.astype(np.int64), cost, rel, key, edge_keys, edge_cost, edge_rel)
 
 
-def k_shortest(local: LocalGraph, topic: int, answer: int, k: int) -> list[FoundPath]:
-    """Yen's k cheapest simple topic-answer paths in the corridor (global indices)."""
+def k_shortest(local: LocalGraph, topic: int, answer: int, k: int,
+               relation_sequences: int = RELATION_SEQUENCES) -> list[FoundPath]:
+    """Yen's k cheapest simple topic-answer node paths in the corridor (global indices),
+    each with its ``relation_sequences`` cheapest relation sequences."""
     nodes = local.nodes
     s = int(np.searchsorted(nodes, topic))
     t = int(np.searchsorted(nodes, answer))
     if s == t or nodes[s] != topic or nodes[t] != answer:
         return []
-    costs, paths = yen_k_shortest(local.indptr, local.indices, local.cost, s, t, k)
-    n = len(nodes)
-    found = []
-    for cost, path in zip(costs.tolist(), paths):
-        steps = path[:-1] * n + path[1:]
-        relations = local.relation[np.searchsorted(local.keys, steps)]
-        found.append(FoundPath(nodes[path], relations, cost))
-    return found
+    _, paths = yen_k_shortest(local.indptr, local.indices, local.cost, s, t, k)
+    return [found for path in paths for found in local.found_paths(path, relation_sequences)]
 
 
 def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_hop: int,
-                graph: KnowledgeGraph, pool: int = 200) -> list[FoundPath]:
-    """The cheapest simple paths of each exact hop count 1..max_hop (up to ``per_hop``
-    distinct typed signatures each).
+                graph: KnowledgeGraph, pool: int = 200,
+                relation_sequences: int = RELATION_SEQUENCES) -> list[FoundPath]:
+    """The cheapest simple paths of each exact hop count 1..max_hop (at least the ``per_hop``
+    cheapest distinct typed signatures each, over every relation sequence of a node path).
 
     For hop count h, Yen runs on the layered DAG of (node, depth) copies of the corridor,
     where every source-target path is a walk of exactly h hops, in cost order; walks that
     revisit a node are dropped, which leaves the simple h-hop paths in cost order. ``pool``
-    caps the walks enumerated per hop count.
+    caps the walks enumerated per hop count. A walk's relation sequences cost at least the
+    walk, so the enumeration stops once ``per_hop`` signatures cost no more than the walk.
     """
     nodes = local.nodes
     n = len(nodes)
@@ -124,20 +165,17 @@ def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_ho
         np.cumsum(np.bincount(head, minlength=size), out=indptr[1:])
         walk_costs, walks = yen_k_shortest(indptr, tail.astype(np.int64), c.astype(np.float64),
                                            s, h * n + t, pool)
-        signatures: set[str] = set()
+        cheapest: dict[str, float] = {}  # signature -> its cheapest cost so far
         for walk_cost, walk in zip(walk_costs.tolist(), walks):
+            if sum(c <= walk_cost for c in cheapest.values()) >= per_hop:
+                break
             path = walk % n
             if len(set(path.tolist())) != len(path):
                 continue
-            steps = path[:-1] * n + path[1:]
-            fp = FoundPath(nodes[path], local.relation[np.searchsorted(local.keys, steps)], walk_cost)
-            signature = str(fp.metapath(graph))
-            if signature in signatures:
-                continue
-            signatures.add(signature)
-            found.append(fp)
-            if len(signatures) == per_hop:
-                break
+            for fp in local.found_paths(path, relation_sequences):
+                signature = str(fp.metapath(graph))
+                cheapest[signature] = min(cheapest.get(signature, fp.cost), fp.cost)
+                found.append(fp)  # bin_by_hop keeps each signature's cheapest
     return found
 
 

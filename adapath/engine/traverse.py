@@ -8,7 +8,7 @@ import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.kernels.expand import expand_mask, typed_slice
+from adapath.kernels.expand import any_walk, expand_mask, typed_slice
 
 
 def metapath_codes(graph: KnowledgeGraph, metapath: MetaPath) -> tuple[np.ndarray, np.ndarray] | None:
@@ -40,10 +40,47 @@ def reach(graph: KnowledgeGraph, sources, metapath: MetaPath) -> np.ndarray:
     return frontier
 
 
+def realizable(graph: KnowledgeGraph, source: int, metapath: MetaPath) -> bool:
+    """Whether some walk from ``source`` follows the meta-path to its end: ``len(reach(...)) >
+    0``, found depth first, stopping at the first complete walk."""
+    codes = metapath_codes(graph, metapath)
+    if codes is None:
+        return False
+    types, rels = codes
+    if graph.node_type[source] != types[0]:
+        return False
+    return bool(any_walk(graph.indptr, graph.indices, graph.rel, graph.node_type, int(source), rels, types))
+
+
 def typed_neighbors(graph: KnowledgeGraph, node: int, relation: int, node_type: int) -> np.ndarray:
     """Neighbours of ``node`` by a relation code into a type code (a CSR slice)."""
     return typed_slice(graph.indptr, graph.indices, graph.rel, graph.node_type,
                        int(node), int(relation), int(node_type))
+
+
+def _typed_segments(graph: KnowledgeGraph, node: int) -> list[tuple[int, int, np.ndarray]]:
+    """A node's neighbours split by (relation, neighbour type): contiguous runs of its CSR row,
+    which is sorted by (relation, neighbour type, neighbour)."""
+    nbrs, rels = graph.neighbors(node)
+    if len(nbrs) == 0:
+        return []
+    types = graph.node_type[nbrs]
+    cut = np.flatnonzero((rels[1:] != rels[:-1]) | (types[1:] != types[:-1])) + 1
+    bounds = [0, *cut.tolist(), len(nbrs)]
+    return [(int(rels[lo]), int(types[lo]), nbrs[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _first_seen(parts) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct nodes of several (beam, nodes, meta-paths) parts in first-seen order, and
+    the beam that saw each first."""
+    if len(parts) == 1:
+        b, nodes, _ = parts[0]
+        return nodes, np.full(len(nodes), b, dtype=np.int64)
+    every = np.concatenate([nodes for _, nodes, _ in parts])
+    beam = np.concatenate([np.full(len(nodes), b, dtype=np.int64) for b, nodes, _ in parts])
+    _, first = np.unique(every, return_index=True)
+    first.sort()
+    return every[first], beam[first]
 
 
 # ---------------------------------------------------------------------------- guided search
@@ -110,47 +147,45 @@ class TraversalState:
         """Candidate groups at the next depth: one per (parent, relation, node type).
 
         Guided: only neighbours matching position d of a meta-path the beam follows. Free:
-        every neighbour. Nodes already on the beam's path are skipped. Groups larger than
-        ``limit`` keep the ``limit`` best by ``prefilter(nodes) -> scores`` (or the first ones).
+        every neighbour. Nodes already on the beam's path are skipped and empty groups
+        dropped. Groups larger than ``limit`` keep the ``limit`` best by
+        ``prefilter(nodes) -> scores`` (or the first ones). Neighbour lists stay arrays until
+        that cut, so a hub costs array operations, not one Python object per neighbour.
         """
         g = self.graph
         d = self.depth
-        merged: dict[tuple[int, int, int], dict[int, Candidate]] = {}
+        # (parent, relation, type) -> [(beam, neighbour array, meta-paths)], in first-seen order
+        merged: dict[tuple[int, int, int], list[tuple[int, np.ndarray, tuple[int, ...]]]] = {}
         for b, beam in enumerate(self.beams):
             parent = beam.nodes[-1]
             if self.free:
-                nbrs, rels = g.neighbors(parent)
-                steps = {}
-                for v, r in zip(nbrs.tolist(), rels.tolist()):
-                    steps.setdefault((r, int(g.node_type[v])), []).append(v)
-                options = [(r, t, vs, ()) for (r, t), vs in steps.items()]
+                options = [(r, t, nodes, ()) for r, t, nodes in _typed_segments(g, parent)]
             else:
                 by_step: dict[tuple[int, int], list[int]] = {}
                 for m in beam.metapaths:
                     types, rels = self.metapaths[m]
                     if len(rels) > d:
                         by_step.setdefault((int(rels[d]), int(types[d + 1])), []).append(m)
-                options = [(r, t, typed_neighbors(g, parent, r, t).tolist(), tuple(ms))
-                           for (r, t), ms in by_step.items()]
+                options = [(r, t, typed_neighbors(g, parent, r, t), tuple(ms)) for (r, t), ms in by_step.items()]
+            on_path = np.asarray(beam.nodes, dtype=np.int64)
             for r, t, nodes, ms in options:
-                on_path = set(beam.nodes)
-                bucket = merged.setdefault((parent, r, t), {})
-                for v in nodes:
-                    if v in on_path:
-                        continue
-                    old = bucket.get(v)
-                    if old is None:
-                        bucket[v] = Candidate(b, v, r, ms)
-                    else:
-                        old.metapaths = tuple(sorted(set(old.metapaths) | set(ms)))
+                nodes = np.asarray(nodes, dtype=np.int64)
+                nodes = nodes[~np.isin(nodes, on_path)]
+                merged.setdefault((parent, r, t), []).append((b, nodes, ms))
         out = []
-        for (parent, r, t), bucket in merged.items():
-            candidates = list(bucket.values())
-            if len(candidates) > limit:
-                nodes = np.array([c.node for c in candidates])
+        for (parent, r, t), parts in merged.items():
+            nodes, beams_of = _first_seen(parts)
+            if len(nodes) == 0:
+                continue
+            if len(nodes) > limit:
                 scores = prefilter(nodes) if prefilter is not None else -np.arange(len(nodes))
-                keep = np.lexsort((nodes, -scores))[:limit]
-                candidates = [candidates[i] for i in sorted(keep)]
+                keep = np.sort(np.lexsort((nodes, -scores))[:limit])
+                nodes, beams_of = nodes[keep], beams_of[keep]
+            candidates = []
+            for v, b in zip(nodes.tolist(), beams_of.tolist()):
+                ms = parts[0][2] if len(parts) == 1 else tuple(sorted(
+                    {m for _, part_nodes, part_ms in parts if np.any(part_nodes == v) for m in part_ms}))
+                candidates.append(Candidate(b, v, r, ms))
             out.append(Group(r, t, parent, candidates))
         return out
 

@@ -3,11 +3,13 @@
 - exact match, strict (case- and whitespace-normalized equality with any valid answer name)
   and lenient (substring either way, as the AdaPath reference scores);
 - multiple-choice accuracy (a letter or the option's text);
-- per-depth triplet recall (lower-cased head and tail names; at most ``cap`` retrieved
-  triplets per depth drawn with a fixed seed; micro-average over record x depth pairs);
+- per-depth triplet recall (the gold (head, relation, tail) among at most ``cap`` distinct
+  triplets retrieved at that depth, drawn with a fixed seed; micro-average over record x depth
+  pairs);
 - per-depth hit rate (the explored set at depth d holds the reference path's d-th node);
 - meta-path R@k and MRR of a ranked meta-path list against the gold meta-path;
-- paired bootstrap of the difference of two per-record score vectors.
+- percentile bootstrap intervals of a mean (and of a mean of cell means), and the paired
+  bootstrap of the difference of two per-record score vectors.
 """
 
 from __future__ import annotations
@@ -49,23 +51,34 @@ def multiple_choice_correct(prediction: str, options: Sequence[str], correct: in
     return normalize(p) == normalize(options[correct])
 
 
-def triplet_recall(gold_by_depth: dict[int, tuple[str, str]],
-                   retrieved_by_depth: dict[int, list[tuple[str, str]]],
-                   cap: int = 100, seed: int = 42) -> dict[int, bool]:
-    """For each gold depth: is the gold (head, tail) among the retrieved pairs at that depth?
+Triplet = tuple  # (head, relation, tail): node ids (or names) and a relation name
 
-    Names are compared lower-cased; when more than ``cap`` pairs were retrieved at a depth, a
-    seeded random sample of ``cap`` of them is what counts.
+
+def triplet_recall(gold_by_depth: dict[int, Triplet], retrieved_by_depth: dict[int, Iterable[Triplet]],
+                   cap: int = 100, seed: int = 42) -> dict[int, bool]:
+    """For each gold depth: is the gold (head, relation, tail) among the triplets retrieved at
+    that depth?
+
+    The pool at a depth is its distinct triplets in sorted order (so the result does not depend
+    on the order a method listed them); when it holds more than ``cap``, a seeded random sample
+    of ``cap`` of them is what counts. A triplet matches in either orientation, with the same
+    relation: (t, r, h) is the edge (h, r, t) walked the other way. Relations are compared
+    lower-cased.
     """
     rng = np.random.default_rng(seed)
     hits = {}
-    for depth, (head, tail) in sorted(gold_by_depth.items()):
-        pool = retrieved_by_depth.get(depth, [])
+    for depth, gold in sorted(gold_by_depth.items()):
+        pool = sorted({_triplet_key(t) for t in retrieved_by_depth.get(depth, ())})
         if len(pool) > cap:
             pool = [pool[i] for i in sorted(rng.choice(len(pool), cap, replace=False))]
-        gold = (head.lower(), tail.lower())
-        hits[depth] = any((h.lower(), t.lower()) == gold for h, t in pool)
+        head, relation, tail = _triplet_key(gold)
+        hits[depth] = (head, relation, tail) in pool or (tail, relation, head) in pool
     return hits
+
+
+def _triplet_key(triplet: Triplet) -> tuple[str, str, str]:
+    head, relation, tail = triplet
+    return str(head).lower(), str(relation).lower(), str(tail).lower()
 
 
 def micro_average(per_record: Iterable[dict[int, bool]]) -> tuple[float, dict[int, float]]:
@@ -101,6 +114,29 @@ def recall_at_k(ranks: Iterable[int | None], k: int) -> float:
 def mean_reciprocal_rank(ranks: Iterable[int | None]) -> float:
     ranks = list(ranks)
     return float(np.mean([1.0 / r if r else 0.0 for r in ranks])) if ranks else 0.0
+
+
+def bootstrap_interval(values: Sequence[float], resamples: int = 1000, seed: int = 42) -> tuple[float, float]:
+    """2.5 and 97.5 percentiles of the mean of ``values`` over ``resamples`` resamples of
+    them with replacement (a seeded percentile bootstrap); (nan, nan) when empty."""
+    return bootstrap_mean_of_means([values], resamples, seed)
+
+
+def bootstrap_mean_of_means(groups: Sequence[Sequence[float]], resamples: int = 1000,
+                            seed: int = 42) -> tuple[float, float]:
+    """Percentile interval of the mean of group means, each group resampled on its own (a
+    stratified bootstrap: a level's Avg over its hop cells keeps each cell's size)."""
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not groups:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = np.zeros(resamples)
+    for values in groups:
+        index = rng.integers(0, len(values), size=(resamples, len(values)))
+        means += values[index].mean(axis=1)
+    means /= len(groups)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = 10_000,

@@ -52,6 +52,36 @@ def expand_mask(indptr, indices, rel, node_type, frontier, r, t, out):
 
 
 @njit(cache=True, nogil=True)
+def any_walk(indptr, indices, rel, node_type, source, rels, types):
+    """Whether a walk from ``source`` takes relation rels[h] into type types[h + 1] at every
+    hop h: depth first, each (hop, node) expanded once, stopping at the first full walk."""
+    hops = rels.shape[0]
+    if hops == 0:
+        return True
+    seen = np.zeros((hops, indptr.shape[0] - 1), dtype=np.bool_)
+    stack_pos = np.empty(hops, dtype=np.int64)
+    stack_end = np.empty(hops, dtype=np.int64)
+    lo, hi = _segment(indptr, indices, rel, node_type, source, rels[0], types[1])
+    depth = 0
+    stack_pos[0], stack_end[0] = lo, hi
+    while depth >= 0:
+        if stack_pos[depth] >= stack_end[depth]:
+            depth -= 1
+            continue
+        v = indices[stack_pos[depth]]
+        stack_pos[depth] += 1
+        if depth + 1 == hops:
+            return True
+        if seen[depth + 1, v]:
+            continue
+        seen[depth + 1, v] = True
+        lo, hi = _segment(indptr, indices, rel, node_type, v, rels[depth + 1], types[depth + 2])
+        depth += 1
+        stack_pos[depth], stack_end[depth] = lo, hi
+    return False
+
+
+@njit(cache=True, nogil=True)
 def count_typed(indptr, indices, rel, node_type, nodes, r, t):
     """Number of (relation r, type t) neighbours of each node."""
     out = np.zeros(nodes.shape[0], dtype=np.int64)

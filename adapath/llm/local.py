@@ -1,68 +1,141 @@
 """Local backends, each imported only when chosen: vLLM's offline engine, HF transformers
-from a local path, and llama.cpp GGUF files through llama-cpp-python."""
+from a local path, and llama.cpp GGUF files through llama-cpp-python.
+
+Each checks that its model exists before importing anything heavy, so a wrong path is one
+line, not a hub lookup; ``make_backend`` turns load failures into one-line errors too.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from adapath.errors import InputError
-from adapath.llm.base import Generation, GenerationParams
+from adapath.llm.base import Generation, GenerationParams, ParamsArg, per_prompt
 
 
 def _missing(package: str, extra: str) -> InputError:
     return InputError(f"this backend needs {package}: pip install 'adapath[{extra}]'")
 
 
-class VLLMBackend:
-    """vLLM offline engine: one ``chat`` call per batch; tensor parallel and prefix caching."""
+def _looks_like_path(text: str) -> bool:
+    return text.startswith(("/", "./", "../", "~")) or text.endswith(".gguf")
 
-    def __init__(self, model: str, tensor_parallel_size: int = 1, prefix_caching: bool = True,
-                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9):
+
+class VLLMBackend:
+    """vLLM offline engine: one ``chat`` call per batch (one sampling setting per prompt);
+    prefix caching; tensor and pipeline parallel across GPUs, and across nodes with
+    ``distributed_executor_backend=ray`` (vLLM then places its workers on the Ray cluster this
+    process is connected to; ``ray start`` on each node first)."""
+
+    def __init__(self, model: str, tensor_parallel_size: int = 1, enable_prefix_caching: bool = True,
+                 max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
+                 dtype: str = "auto", pipeline_parallel_size: int = 1,
+                 distributed_executor_backend: str | None = None):
+        if _looks_like_path(model) and not Path(model).expanduser().exists():
+            raise InputError(f"vllm:{model}: no model there")
         try:
             from vllm import LLM
         except ImportError:
             raise _missing("vllm", "llm") from None
         self.name = f"vllm:{model}"
-        self.llm = LLM(model=model, tensor_parallel_size=tensor_parallel_size,
-                       enable_prefix_caching=prefix_caching, max_model_len=max_model_len,
-                       gpu_memory_utilization=gpu_memory_utilization)
+        self.llm = LLM(model=str(Path(model).expanduser()) if _looks_like_path(model) else model,
+                       tensor_parallel_size=tensor_parallel_size, enable_prefix_caching=enable_prefix_caching,
+                       max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
+                       pipeline_parallel_size=pipeline_parallel_size,
+                       distributed_executor_backend=distributed_executor_backend)
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         from vllm import SamplingParams
 
-        sampling = SamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
-                                  top_p=params.top_p, seed=params.seed, stop=list(params.stop) or None)
-        outputs = self.llm.chat([[{"role": "user", "content": p}] for p in prompts], sampling,
-                                use_tqdm=False)
+        sampling = [SamplingParams(max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p,
+                                   seed=p.seed, stop=list(p.stop) or None)
+                    for p in per_prompt(params, len(prompts))]
+        outputs = self.llm.chat([[{"role": "user", "content": p}] for p in prompts], sampling, use_tqdm=False)
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids), len(o.outputs[0].token_ids))
                 for o in outputs]
 
 
-class HFBackend:
-    """transformers from a local directory (or a GGUF file inside it via ``gguf_file``)."""
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
-    def __init__(self, path: str, gguf_file: str | None = None, device: str = "cpu"):
+
+def check_device(device: str) -> str:
+    """``cpu``, ``cuda``, ``cuda:N`` or ``mps``; a GPU that is not there is an error, not a
+    silent fall-back to the CPU."""
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda", "mps") or (index and not index.isdigit()) or (index and kind != "cuda"):
+        raise InputError(f"--device {device!r}: expected cpu, cuda, cuda:N or mps")
+    if kind == "cpu":
+        return device
+    import torch
+
+    if kind == "cuda" and (not torch.cuda.is_available() or int(index or 0) >= torch.cuda.device_count()):
+        raise InputError(f"--device {device}: no such CUDA device here")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise InputError("--device mps: MPS is not available here")
+    return device
+
+
+class HFBackend:
+    """transformers from a local directory, or a ``.gguf`` file (de-quantized on load).
+
+    Prompts with the same settings go through one padded ``generate``; settings that differ
+    (a self-consistency batch's seeds) each get their own, so a sample depends on its seed.
+    """
+
+    def __init__(self, path: str, device: str = "cpu", dtype: str = "auto"):
+        target = Path(path).expanduser()
+        if path.endswith(".gguf"):
+            if not target.is_file():
+                raise InputError(f"hf:{path}: no such GGUF file")
+            directory, kwargs = str(target.parent), {"gguf_file": target.name}
+        else:
+            if not target.is_dir():
+                raise InputError(f"hf:{path}: no model directory there (hf: takes a local directory or .gguf file)")
+            directory, kwargs = str(target), {}
+        if dtype not in _DTYPES:
+            raise InputError(f"--llm-option dtype={dtype!r}: choose {', '.join(_DTYPES)}")
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
             raise _missing("transformers and torch", "hf") from None
+        if path.endswith(".gguf"):
+            import importlib.util
+
+            if importlib.util.find_spec("gguf") is None:
+                raise _missing("gguf (to read .gguf files with transformers)", "hf")
+        device = check_device(device)
         self.name = f"hf:{path}"
-        kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        self.tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True, **kwargs)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(path, **kwargs).to(device).eval()
+        torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, torch_dtype=torch_dtype,
+                                                          **kwargs).to(device).eval()
         self.torch, self.device = torch, device
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
+        settings = per_prompt(params, len(prompts))
+        groups: dict[GenerationParams, list[int]] = {}
+        for i, setting in enumerate(settings):
+            groups.setdefault(setting, []).append(i)
+        out: list[Generation | None] = [None] * len(prompts)
+        for setting, members in groups.items():
+            for i, generation in zip(members, self._generate([prompts[i] for i in members], setting)):
+                out[i] = generation
+        return out
+
+    def _generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
         texts = [self.tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                                     add_generation_prompt=True) for p in prompts]
         batch = self.tokenizer(texts, return_tensors="pt", padding=True).to(self.device)
         self.torch.manual_seed(params.seed)
+        sampled = params.temperature > 0
         with self.torch.no_grad():
-            out = self.model.generate(**batch, max_new_tokens=params.max_tokens,
-                                      do_sample=params.temperature > 0,
-                                      temperature=params.temperature or None, top_p=params.top_p,
+            out = self.model.generate(**batch, max_new_tokens=params.max_tokens, do_sample=sampled,
+                                      temperature=params.temperature if sampled else None,
+                                      top_p=params.top_p if sampled else None, top_k=None,
                                       pad_token_id=self.tokenizer.pad_token_id)
         width = batch["input_ids"].shape[1]
         results = []
@@ -80,21 +153,23 @@ class HFBackend:
 class GGUFBackend:
     """llama.cpp through llama-cpp-python; prompts run one after another."""
 
-    def __init__(self, path: str, n_ctx: int = 4096, n_threads: int | None = None):
+    def __init__(self, path: str, n_ctx: int = 4096, n_threads: int | None = None, n_gpu_layers: int = 0):
+        if not Path(path).expanduser().is_file():
+            raise InputError(f"gguf:{path}: no such GGUF file")
         try:
             from llama_cpp import Llama
         except ImportError:
             raise _missing("llama-cpp-python", "gguf") from None
         self.name = f"gguf:{path}"
-        self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        self.llm = Llama(model_path=str(Path(path).expanduser()), n_ctx=n_ctx, n_threads=n_threads,
+                         n_gpu_layers=n_gpu_layers, verbose=False)
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         out = []
-        for prompt in prompts:
+        for prompt, p in zip(prompts, per_prompt(params, len(prompts))):
             reply = self.llm.create_chat_completion(
-                messages=[{"role": "user", "content": prompt}], max_tokens=params.max_tokens,
-                temperature=params.temperature, top_p=params.top_p, seed=params.seed,
-                stop=list(params.stop) or None)
+                messages=[{"role": "user", "content": prompt}], max_tokens=p.max_tokens,
+                temperature=p.temperature, top_p=p.top_p, seed=p.seed, stop=list(p.stop) or None)
             usage = reply.get("usage") or {}
             out.append(Generation(reply["choices"][0]["message"]["content"] or "",
                                   int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))))

@@ -3,28 +3,65 @@
 Standard library only. A batch is sent as concurrent requests (the server batches them);
 each request has a timeout and is retried with exponential backoff; after the last retry
 an LLMError names the server and the cause.
+
+Several servers of one model (``openai:URL1,URL2#MODEL``, e.g. one ``vllm serve`` per GPU
+or node) share the requests: each request goes to the server with the fewest requests in
+flight from this process, and a retry moves to the next server, so a server that goes
+down costs a retry, not the run.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from adapath.llm.base import Generation, GenerationParams, LLMError, count_tokens
+from adapath.llm.base import (
+    Generation,
+    GenerationParams,
+    LLMError,
+    ParamsArg,
+    count_tokens,
+    per_prompt,
+)
+
+
+def _v1(url: str) -> str:
+    url = url.strip().rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
 
 
 class OpenAIHTTPBackend:
     def __init__(self, base_url: str, model: str, timeout: float = 60.0, retries: int = 3,
                  backoff: float = 0.5, concurrency: int = 16, api_key: str | None = None):
-        self.base_url = base_url.rstrip("/")
-        if not self.base_url.endswith("/v1"):
-            self.base_url += "/v1"
+        """``base_url``: one server, or several separated by commas (one model behind all)."""
+        self.base_urls = [_v1(u) for u in base_url.split(",") if u.strip()]
+        self.base_url = ",".join(self.base_urls)
         self.model, self.timeout, self.retries = model, timeout, retries
-        self.backoff, self.concurrency, self.api_key = backoff, concurrency, api_key
+        self.backoff, self.concurrency, self.api_key = backoff, concurrency * len(self.base_urls), api_key
         self.name = f"openai:{self.base_url}#{model}"
+        self.in_flight = [0] * len(self.base_urls)
+        self.sent = [0] * len(self.base_urls)  # requests each server was sent
+        self._lock = threading.Lock()
+
+    def _pick(self, after: int | None = None) -> int:
+        """The server with the fewest requests in flight (the next one after ``after`` on a retry)."""
+        with self._lock:
+            n = len(self.base_urls)
+            if after is None:
+                server = min(range(n), key=lambda s: (self.in_flight[s], s))
+            else:
+                server = (after + 1) % n
+            self.in_flight[server] += 1
+            self.sent[server] += 1
+            return server
+
+    def _done(self, server: int) -> None:
+        with self._lock:
+            self.in_flight[server] -= 1
 
     def _request(self, prompt: str, params: GenerationParams) -> Generation:
         body = {
@@ -40,11 +77,14 @@ class OpenAIHTTPBackend:
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = json.dumps(body).encode()
         last = "no attempt"
+        server = None
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            request = urllib.request.Request(f"{self.base_url}/chat/completions", data=data,
-                                             headers=headers, method="POST")
+            rounds, step = divmod(attempt, len(self.base_urls))
+            if attempt and step == 0:  # every server tried since the last pause
+                time.sleep(self.backoff * 2 ** (rounds - 1))
+            server = self._pick(server)
+            url = self.base_urls[server]
+            request = urllib.request.Request(f"{url}/chat/completions", data=data, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     payload = json.loads(response.read().decode("utf-8"))
@@ -53,17 +93,20 @@ class OpenAIHTTPBackend:
                 return Generation(text, int(usage.get("prompt_tokens") or count_tokens(prompt)),
                                   int(usage.get("completion_tokens") or count_tokens(text)))
             except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
+                last = f"{url}: HTTP {exc.code}"
                 if 400 <= exc.code < 500 and exc.code not in (408, 429):
                     break  # a client error does not improve with retries
             except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+                last = f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}"
             except (json.JSONDecodeError, KeyError, IndexError, TypeError, UnicodeDecodeError):
-                last = "malformed reply"
+                last = f"{url}: malformed reply"
+            finally:
+                self._done(server)
         raise LLMError(f"{self.base_url}: request failed after {self.retries + 1} attempt(s) ({last})")
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         if not prompts:
             return []
+        settings = per_prompt(params, len(prompts))
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
-            return list(pool.map(lambda p: self._request(p, params), prompts))
+            return list(pool.map(self._request, prompts, settings))

@@ -86,3 +86,32 @@ def read_option(reply: str, options: list[str]) -> tuple[str, str]:
     if named:
         return letters[min(named)[2]], "mentioned"
     return "", "none"
+
+
+def read_reply(reply: str, options: tuple[str, ...] | list[str], candidates: list[str] = (),
+               best: str = "") -> tuple[str, str]:
+    """A final reply read the way its prompt asked: an option letter for multiple choice,
+    else ``read_answer``'s free-text answer and fall-backs."""
+    if options:
+        return read_option(reply, list(options))
+    return read_answer(reply, list(candidates), best)
+
+
+_GROUP = re.compile(r"[\[(]([^\[\]()]*)[\])]")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+
+
+def parse_triplets(text: str) -> list[tuple[str, str, str]]:
+    """Every ``(head, relation, tail)`` or ``[head, relation, tail]`` in a reply (JSON lists
+    or bare tuples; quoted names may hold commas), in order, duplicates dropped."""
+    out: list[tuple[str, str, str]] = []
+    for match in _GROUP.finditer(text or ""):
+        body = match.group(1)
+        quoted = [a if a else b for a, b in _QUOTED.findall(body)]
+        parts = quoted if len(quoted) == 3 else [p for p in body.split(",")]
+        parts = [p.strip().strip("\"'").strip() for p in parts]
+        if len(parts) == 3 and all(parts):
+            triplet = (parts[0], parts[1], parts[2])
+            if triplet not in out:
+                out.append(triplet)
+    return out

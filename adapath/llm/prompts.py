@@ -122,3 +122,320 @@ def judge_relevance(question: str, triplets: list[tuple[str, str, str]]) -> str:
     lines.append("Score 0 (irrelevant), 1 (partly relevant) or 2 (relevant). Reply with the score in braces, "
                  "for example {1}.")
     return "\n".join(lines)
+
+
+# ---- path-finding baselines: StructGPT, Think-on-Graph (ToG), ToG-2, Plan-on-Graph (PoG).
+# Our own wording of each paper's steps. ToG, ToG-2 and PoG prompt with worked examples, so
+# these carry one short biomedical example each (two for yes/no judgements); StructGPT's
+# prompts are zero-shot, as its KGQA prompts are. Final answers from triplets use ``answer``.
+
+_CML = "chronic myeloid leukemia"
+
+
+def _triplet_lines(triplets: list[tuple[str, str, str]]) -> list[str]:
+    return [f"({h}, {r}, {t})" for h, r, t in triplets] or ["(none)"]
+
+
+def structgpt_relation(question: str, start: list[str], followed: list[str], relations: list[str]) -> str:
+    lines = [f"Candidate relations: {', '.join(relations)}.",
+             f"Question: {question}",
+             f"You start from: {'; '.join(start)}."]
+    if followed:
+        lines.append(f"Relations followed so far: {', '.join(followed)}.")
+    lines.append("Pick the one candidate relation to follow next towards the answer. Reply with "
+                 "'Relation:' and the relation exactly as listed.")
+    return "\n".join(lines)
+
+
+def structgpt_read(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
+    lines = ["Read the knowledge-graph triples below.", f"Question: {question}", "Triples:",
+             *_triplet_lines(triplets),
+             "If they are enough to answer, start your reply with 'Answer:'.", *answer_format(options),
+             "If they are not enough, start your reply with 'Next:' and name the tail entities worth "
+             "following further, in braces separated by semicolons, for example Next: {BRCA1; TP53}."]
+    return "\n".join(lines)
+
+
+def tog_relations(question: str, entity: str, relations: list[str], width: int) -> str:
+    return "\n".join([
+        f"Choose the {width} relations of the topic entity most likely to lead to the answer and rate "
+        f"how much each helps, from 0 to 1, the {width} scores summing to 1. Write one per line as "
+        "{relation (Score: 0.5)}, then a short reason.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        f"Topic entity: {_CML}",
+        "Its relations: associated with; indication; off-label use; parent-child; phenotype present",
+        "Reply:",
+        "{indication (Score: 0.6)}: the drugs indicated for the disease are reached through it.",
+        "{off-label use (Score: 0.3)}: drugs also used for it outside their label.",
+        "{associated with (Score: 0.1)}: genes linked to the disease, a weaker route.",
+        "Now",
+        f"Question: {question}",
+        f"Topic entity: {entity}",
+        f"Its relations: {'; '.join(relations)}",
+        "Reply:"])
+
+
+def tog_entities(question: str, relation: str, names: list[str]) -> str:
+    return "\n".join([
+        "Rate how much each candidate entity helps answer the question, from 0 to 1, the scores "
+        "summing to 1. Reply with one decimal score per candidate, in the order given, separated by "
+        "commas.",
+        "Example",
+        f"Question: Which drug indicated for {_CML} targets ABL1?",
+        "Relation followed: indication",
+        "Candidates: Hydroxyurea; Imatinib; Interferon alfa",
+        "Reply: 0.1, 0.8, 0.1",
+        "Now",
+        f"Question: {question}",
+        f"Relation followed: {relation}",
+        f"Candidates: {'; '.join(names)}",
+        "Reply:"])
+
+
+def tog_sufficient(question: str, triplets: list[tuple[str, str, str]]) -> str:
+    example = f"Question: Which gene is targeted by the drug indicated for {_CML}?"
+    return "\n".join([
+        "Are the knowledge-graph triplets below, together with your own knowledge, enough to answer "
+        "the question? Start your reply with {Yes} or {No}, then explain briefly.",
+        "Example 1", example, "Triplets:", f"({_CML}, indication, Imatinib)",
+        "Reply: {No}. The triplets give the drug, Imatinib, but not the gene it targets.",
+        "Example 2", example, "Triplets:", f"({_CML}, indication, Imatinib)", "(Imatinib, target, ABL1)",
+        "Reply: {Yes}. Imatinib is indicated for the disease and targets ABL1.",
+        "Now", f"Question: {question}", "Triplets:", *_triplet_lines(triplets), "Reply:"])
+
+
+def tog2_topics(question: str, names: list[str]) -> str:
+    return "\n".join([
+        "Which of these entities from the question matter for answering it?",
+        f"Question: {question}", f"Entities: {'; '.join(names)}",
+        "Reply with the entities to keep in braces, separated by semicolons, for example {aspirin; fever}."])
+
+
+def tog2_relations(question: str, entities: list[tuple[str, list[str]]], width: int) -> str:
+    lines = [f"For each entity, choose up to {width} of its relations most likely to lead to "
+             "information that answers the question, and score each from 0 to 10 (10: most useful). "
+             "Reply entity by entity: a line 'Entity N: name', then one line per chosen relation "
+             "written as {relation (Score: 8)}.",
+             "Example",
+             f"Question: Which genes do drugs indicated for {_CML} target?",
+             f"Entity 1: {_CML}",
+             "Relations: associated with; indication; parent-child",
+             "Reply:",
+             f"Entity 1: {_CML}",
+             "{indication (Score: 9)}",
+             "{associated with (Score: 3)}",
+             "Now",
+             f"Question: {question}"]
+    for i, (name, relations) in enumerate(entities, start=1):
+        lines.append(f"Entity {i}: {name}")
+        lines.append(f"Relations: {'; '.join(relations)}")
+    lines.append("Reply:")
+    return "\n".join(lines)
+
+
+def tog2_reason(question: str, clue: str, triplets: list[tuple[str, str, str]],
+                references: list[str], options: tuple[str, ...] = ()) -> str:
+    lines = ["Decide whether the knowledge-graph triplets and the reference sentences below, with your "
+             "own knowledge, are enough to answer the question. Start your reply with {Yes} or {No}. "
+             "After {Yes}, give the answer. After {No}, say in braces what is still missing, as a short "
+             "search query.",
+             "Example 1",
+             f"Question: Which gene does the drug indicated for {_CML} target?",
+             "Triplets:", f"({_CML}, indication, Imatinib)",
+             "References:", "Imatinib: Imatinib is a tyrosine kinase inhibitor.",
+             "Reply: {No}. The drug is Imatinib, but its target is not given. {target gene of Imatinib}",
+             "Example 2",
+             f"Question: Which gene does the drug indicated for {_CML} target?",
+             "Clue from the previous round: target gene of Imatinib",
+             "Triplets:", f"({_CML}, indication, Imatinib)", "(Imatinib, target, ABL1)",
+             "References:", "ABL1: ABL1 encodes a tyrosine kinase fused to BCR in the disease.",
+             "Reply: {Yes}. Imatinib targets ABL1. {ABL1}",
+             "Now",
+             f"Question: {question}"]
+    if clue:
+        lines.append(f"Clue from the previous round: {clue}")
+    lines += ["Triplets:", *_triplet_lines(triplets), "References:", *(references or ["(none)"]),
+              "After {Yes}, give the answer:", *answer_format(options), "Reply:"]
+    return "\n".join(lines)
+
+
+def pog_decompose(question: str) -> str:
+    return "\n".join([
+        "Break answering this biomedical question into as few sub-objectives as possible. Reply with "
+        "the list only.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        f'Reply: ["Find the drugs indicated for {_CML}", "Find the genes those drugs target"]',
+        "Now", f"Question: {question}", "Reply:"])
+
+
+def pog_relations(question: str, subobjectives: list[str], entity: str, relations: list[str]) -> str:
+    return "\n".join([
+        "Choose as few relations as possible that are highly relevant to the question and its "
+        "sub-objectives. Reply with the list only.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        f"Sub-objectives: ['Find the drugs indicated for {_CML}', 'Find the genes those drugs target']",
+        f"Entity: {_CML}",
+        "Relations: associated with; indication; off-label use; parent-child",
+        "Reply: ['indication']",
+        "Now",
+        f"Question: {question}", f"Sub-objectives: {subobjectives}", f"Entity: {entity}",
+        f"Relations: {'; '.join(relations)}", "Reply:"])
+
+
+def pog_entities(question: str, head: str, relation: str, names: list[str]) -> str:
+    return "\n".join([
+        "Which entities in the list can help answer the question? Keep as few as possible and respect "
+        "every constraint the question states. Reply with the list only.",
+        "Example",
+        f"Question: Which kinase inhibitor indicated for {_CML} targets ABL1?",
+        f"Triples: {_CML} indication ['Hydroxyurea', 'Imatinib', 'Interferon alfa']",
+        "Reply: ['Imatinib']",
+        "Now",
+        f"Question: {question}", f"Triples: {head} {relation} {names}", "Reply:"])
+
+
+def _grouped(groups: list[tuple[str, str, list[str]]]) -> list[str]:
+    return [f"{head}, {relation}, {names}" for head, relation, names in groups] or ["(none)"]
+
+
+def pog_memory(question: str, subobjectives: list[str], memory: str,
+               groups: list[tuple[str, str, list[str]]]) -> str:
+    return "\n".join([
+        "From the information below (it may be incomplete) and your own knowledge, write down what is "
+        "now known towards each sub-objective. Reply with JSON only, one entry per sub-objective.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        f"Sub-objectives: ['Find the drugs indicated for {_CML}', 'Find the genes those drugs target']",
+        "Memory: (empty)",
+        "Knowledge triplets:", f"{_CML}, indication, ['Imatinib']",
+        'Reply: {"1": "Imatinib is indicated for the disease.", "2": "Not found yet."}',
+        "Now",
+        f"Question: {question}", f"Sub-objectives: {subobjectives}", f"Memory: {memory or '(empty)'}",
+        "Knowledge triplets:", *_grouped(groups), "Reply:"])
+
+
+def pog_reason(question: str, memory: str, groups: list[tuple[str, str, list[str]]],
+               options: tuple[str, ...] = ()) -> str:
+    example = f"Question: Which gene does the drug indicated for {_CML} target?"
+    return "\n".join([
+        "Answer the question from the memory, the knowledge triplets and your own knowledge; when a "
+        "triplet states the answer, trust it over the memory. Start your reply with {Yes} if this is "
+        "enough to answer, or {No} if it is not.",
+        "Example 1", example, 'Memory: {"1": "Imatinib is indicated for the disease.", "2": "Not found yet."}',
+        "Knowledge triplets:", f"{_CML}, indication, ['Imatinib']",
+        "Reply: {No}. The drug is known, its target is not.",
+        "Example 2", example, 'Memory: {"1": "Imatinib is indicated for the disease.", "2": "Imatinib targets ABL1."}',
+        "Knowledge triplets:", "Imatinib, target, ['ABL1']",
+        "Reply: {Yes}. Imatinib targets ABL1. {ABL1}",
+        "Now", f"Question: {question}", f"Memory: {memory or '(empty)'}", "Knowledge triplets:",
+        *_grouped(groups), "After {Yes}, give the answer:", *answer_format(options), "Reply:"])
+
+
+def pog_reflect(question: str, frontier: list[str], memory: str,
+                triplets: list[tuple[str, str, str]]) -> str:
+    return "\n".join([
+        "The search has not answered the question yet. Reflect on the entities it will explore next: "
+        "reply {continue} if they are right, {add} if earlier entities should be explored as well, or "
+        "{backtrack} if the current direction is wrong and the search should go back to earlier "
+        "entities; then give the reason.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        "Entities to explore next: ['BCR-ABL fusion']",
+        'Memory: {"1": "No drug found yet.", "2": "Not found yet."}',
+        "Knowledge triplets:", f"({_CML}, associated with, BCR-ABL fusion)",
+        "Reply: {backtrack} The search followed a gene, not the drugs the question asks about.",
+        "Now",
+        f"Question: {question}", f"Entities to explore next: {frontier}", f"Memory: {memory or '(empty)'}",
+        "Knowledge triplets:", *_triplet_lines(triplets), "Reply:"])
+
+
+def pog_pick(question: str, reason: str, candidates: list[str], memory: str) -> str:
+    return "\n".join([
+        "Choose the fewest entities to explore again, from the candidates, to answer the question. "
+        "Reply with the list only.",
+        "Example",
+        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
+        "Reason: The search followed a gene, not the drugs the question asks about.",
+        f"Candidates: ['BCR-ABL fusion', '{_CML}']",
+        'Memory: {"1": "No drug found yet.", "2": "Not found yet."}',
+        f"Reply: ['{_CML}']",
+        "Now",
+        f"Question: {question}", f"Reason: {reason}", f"Candidates: {candidates}",
+        f"Memory: {memory or '(empty)'}", "Reply:"])
+
+
+# ---- LLM-only and fact-retrieval baselines: IO, chain-of-thought, self-consistency
+# (Wang et al. 2023), Chain-of-Knowledge (Li et al. 2024, KG triplets as its knowledge
+# source) and KGARevion (Su et al. 2025: generate, review against the KG, revise, answer).
+# Written for adapath; every one closes with ``answer_format`` so replies parse alike.
+
+def direct_answer(question: str, options: tuple[str, ...] = ()) -> str:
+    """IO: the question alone, the answer at once."""
+    return "\n".join(["Answer the biomedical question from what you know.", f"Question: {question}",
+                      *answer_format(options)])
+
+
+def chain_of_thought(question: str, options: tuple[str, ...] = ()) -> str:
+    """CoT (and each self-consistency sample): reasoning first, the answer last."""
+    return "\n".join([
+        "Answer the biomedical question from what you know.",
+        f"Question: {question}",
+        "Let's think step by step: name each entity and relation that leads from the question "
+        "to its answer, one short sentence per step, then give the answer.",
+        *answer_format(options)])
+
+
+def knowledge_answer(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
+    """Chain-of-Knowledge: reason with knowledge-graph facts about the question's entities,
+    correcting any step they contradict, then answer."""
+    lines = ["Answer the biomedical question. Facts from a biomedical knowledge graph about the "
+             "question's entities are listed below.", f"Question: {question}", "Knowledge:"]
+    lines += [f"{i}. ({h}, {r}, {t})" for i, (h, r, t) in enumerate(triplets, start=1)] or ["(none found)"]
+    lines += ["Let's think step by step: reason from the question to the answer, ground each step in "
+              "the knowledge where it applies and correct any step the knowledge contradicts, then "
+              "give the answer.", *answer_format(options)]
+    return "\n".join(lines)
+
+
+def propose_triplets(question: str, entities: list[str], relations: list[str], count: int,
+                     option: str | None = None) -> str:
+    """KGARevion's Generate action: undirected triplets, from the model's own knowledge, that
+    help answer the question (for multiple choice, one prompt per option)."""
+    lines = ["Write knowledge triplets that help answer a biomedical question.",
+             f"Question: {question}",
+             f"Medical entities in the question: {', '.join(entities) or '(none)'}"]
+    if option is not None:
+        lines.append(f"Candidate answer: {option}")
+    lines += [
+        f"Write 1 to {count} undirected triplets (head entity, relation, tail entity) about these "
+        "entities" + (" and the candidate answer" if option is not None else "") +
+        " that are most useful to answer the question. Use specific entity names.",
+        f"The relation must be one of: {', '.join(relations)}.",
+        'Reply with JSON only, for example {"Triplets": [["aspirin", "target", "PTGS2"]]}.']
+    return "\n".join(lines)
+
+
+def revise_triplet(question: str, attempts: list[tuple[str, str, str]], facts: list[tuple[str, str, str]]) -> str:
+    """KGARevion's Revise action: a triplet the knowledge graph does not hold, corrected with
+    the facts the graph holds around its entities."""
+    lines = ["This triplet was checked against a biomedical knowledge graph and is not in it:",
+             *(f"({h}, {r}, {t})" for h, r, t in attempts),
+             f"Question: {question}",
+             "Facts the knowledge graph holds about these entities:"]
+    lines += [f"{i}. ({h}, {r}, {t})" for i, (h, r, t) in enumerate(facts, start=1)] or ["(none)"]
+    lines += ["Revise the head entity, the relation or the tail entity so that the triplet is correct "
+              "and helps answer the question.",
+              'Reply with JSON only, for example {"Revised_Triplets": [["aspirin", "target", "PTGS2"]]}.']
+    return "\n".join(lines)
+
+
+def triplets_answer(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
+    """KGARevion's Answer action: the reviewed triplets and the model's own knowledge."""
+    lines = ["Answer the biomedical question using the triplets below and your own knowledge "
+             "(only your own knowledge if there are none).", f"Question: {question}", "Triplets:"]
+    lines += [f"{i}. ({h}, {r}, {t})" for i, (h, r, t) in enumerate(triplets, start=1)] or ["(none)"]
+    lines += answer_format(options)
+    return "\n".join(lines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.bank.index import TOP_K, BankIndex
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import (
@@ -31,7 +32,6 @@ from adapath.methods.answer_type import combine
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
-from adapath.retrieval.bank_index import TOP_K, BankIndex
 from adapath.retrieval.bm25 import GraphText, minmax_columns
 from adapath.retrieval.dense import NodeEmbeddings
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage
+from adapath.llm.base import ParamsArg
 
 
 @dataclass(frozen=True)
@@ -177,14 +178,15 @@ class MethodSpec:
 
 class LLMCaller:
     """Sends one step's prompts, from a whole batch of queries, to the backend as one batch,
-    and charges each prompt's usage to the query that owns it (wall time split evenly)."""
+    and charges each prompt's usage to the query that owns it (wall time split evenly).
+    ``params`` is one setting for the step or one per prompt (e.g. a seed per sample)."""
 
     def __init__(self, llm: LLMBackend | None, params: GenerationParams | None = None):
         self.llm = llm
         self.params = params or GenerationParams(max_tokens=256)
 
     def __call__(self, prompts: list[str], owners: list[int], usages: list[Usage],
-                 params: GenerationParams | None = None) -> list[str]:
+                 params: ParamsArg | None = None) -> list[str]:
         if not prompts:
             return []
         if self.llm is None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from adapath.bank.index import TOP_K, BankIndex
 from adapath.engine.metapath import MetaPath
 from adapath.errors import InputError
-from adapath.retrieval.bank_index import TOP_K, BankIndex
 
 LEVELS = ("explicit", "implicit", "bare")
 MODES = ("same", *LEVELS)

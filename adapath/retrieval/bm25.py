@@ -9,11 +9,16 @@ scores per query are min-max normalized to [0, 1] over all documents (``s_q`` of
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import scipy.sparse as sp
+
+from adapath.retrieval.cache_dir import GraphCache
 
 STOPWORDS = "en"
 
@@ -106,23 +111,34 @@ class GraphText:
 
     @classmethod
     def for_graph(cls, graph, graph_dir: str | Path | None = None, k1: float = 1.5,
-                  b: float = 0.75) -> GraphText:
-        cache = None
-        if graph_dir is not None:
-            cache = Path(graph_dir) / "cache" / f"bm25-{graph.checksum()[:12]}-k{k1}-b{b}"
-            if (cache / "nodes" / "bm25.json").is_file() and (cache / "relations" / "bm25.json").is_file():
-                return cls(TextIndex.load(cache / "nodes"), TextIndex.load(cache / "relations"))
+                  b: float = 0.75, cache_dir: str | Path | None = None) -> GraphText:
+        """Load the cached indexes of ``graph`` or build them (and cache them where
+        ``cache_dir.GraphCache`` says; nowhere when ``graph_dir`` is None)."""
+        name = f"bm25-{graph.checksum()[:12]}-k{k1}-b{b}"
+        places = GraphCache(graph_dir, graph.checksum(), cache_dir) if graph_dir is not None else None
+        found = places.find(name, "relations/bm25.json") if places is not None else None
+        if found is not None and (found / "nodes" / "bm25.json").is_file():
+            return cls(TextIndex.load(found / "nodes"), TextIndex.load(found / "relations"))
         built = cls(TextIndex.build(node_texts(graph), k1, b),
                     TextIndex.build(relation_texts(graph), k1, b))
+        cache = places.writable(name) if places is not None else None
         if cache is not None:
-            try:
-                tmp = cache.with_name(cache.name + ".tmp")
-                built.nodes.save(tmp / "nodes")
-                built.relations.save(tmp / "relations")
-                tmp.replace(cache)
-            except OSError:
-                pass  # a read-only graph directory simply goes uncached
+            built._save(cache)
         return built
+
+    def _save(self, cache: Path) -> None:
+        """Write under a temporary name, then rename; a folder that cannot be written, or
+        a concurrent writer that got there first, leaves the indexes uncached."""
+        tmp = None
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{cache.name}.", suffix=".tmp", dir=cache.parent))
+            self.nodes.save(tmp / "nodes")
+            self.relations.save(tmp / "relations")
+            os.replace(tmp, cache)
+        except OSError:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def similarity(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(s_node N x B, s_rel R x B), each min-max normalized to [0, 1] per query."""

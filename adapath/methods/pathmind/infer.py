@@ -48,11 +48,23 @@ class PathMind:
 
     def prioritize(self, example: Example) -> tuple[np.ndarray, np.ndarray]:
         """(priority per local node, cost per local half-edge)."""
+        return self.prioritize_many([example])[0]
+
+    def prioritize_many(self, examples: list[Example], batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`prioritize` of each example; the model scores ``batch`` subgraphs per forward pass."""
+        if self.mode != "model":
+            return [self._unlearned(ex) for ex in examples]
+        out = []
+        with torch.no_grad():
+            for lo in range(0, len(examples), batch):
+                chunk = examples[lo:lo + batch]
+                inputs = self.featurize.batch(chunk)
+                logits, cost, _ = self.model(*inputs.inputs)
+                out += [(logits[inputs.nodes_of(i)].numpy(), cost[inputs.edges_of(i)].numpy()) for i in range(len(chunk))]
+        return out
+
+    def _unlearned(self, example: Example) -> tuple[np.ndarray, np.ndarray]:
         sub = example.subgraph
-        if self.mode == "model":
-            with torch.no_grad():
-                logits, cost, _ = self.model(*self.featurize(example))
-            return logits.numpy(), cost.numpy()
         unit = np.ones(len(sub.src))
         if self.mode == "shortest":
             degree = self.graph.degree()[sub.nodes].astype(float)
@@ -74,12 +86,13 @@ class PathMind:
     def paths(self, example: Example, targets: list[int], cost: np.ndarray) -> list[list[tuple[int, int, int]]]:
         sub = example.subgraph
         n = len(sub.nodes)
-        key = sub.src * n + sub.dst
+        src, dst = sub.src.astype(np.int64), sub.dst.astype(np.int64)
+        key = src * n + dst
         order = np.lexsort((cost, key))
         first = np.ones(len(order), dtype=bool)
         first[1:] = key[order][1:] != key[order][:-1]
         chosen = order[first]
-        matrix = sp.csr_matrix((cost[chosen] + 1e-9, (sub.src[chosen], sub.dst[chosen])), shape=(n, n))
+        matrix = sp.csr_matrix((cost[chosen] + 1e-9, (src[chosen], dst[chosen])), shape=(n, n))
         relation = dict(zip(key[chosen].tolist(), sub.rel[chosen].tolist()))
         source = int(sub.topics[0])
         _, predecessors = dijkstra(matrix, indices=source, return_predecessors=True)
@@ -97,8 +110,8 @@ class PathMind:
     def answer(self, queries) -> list[Result]:
         g = self.graph
         results, prompt_list, candidates, usages = [], [], [], [Usage() for _ in queries]
-        for q, ex in zip(queries, self.examples(queries)):
-            priority, cost = self.prioritize(ex)
+        examples = self.examples(queries)
+        for q, ex, (priority, cost) in zip(queries, examples, self.prioritize_many(examples)):
             chosen, explored = self.select(ex, priority)
             local_paths = self.paths(ex, chosen, cost)
             nodes = ex.subgraph.nodes

@@ -12,6 +12,10 @@
   passing from the topic.
 - Future cost: ``f(e, a) = softplus(MLP([h_e, q', d(q, e)]))``.
 - Priority: ``s_q(e) = sigmoid(MLP(d(q, e) + f(e, a)))`` (logits returned for BCE training).
+
+Speed: the per-half-edge work (messages, triple weights) runs as sparse products over the
+half-edges (:mod:`adapath.methods.pathmind.halfedges`). Several subgraphs go through as one
+disjoint graph (``node_graph`` names each node's subgraph).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch_geometric.utils import scatter
+
+from adapath.methods.pathmind.halfedges import HalfEdges, edge_dot, slot_sum, soft_min_relax
 
 BIG = 1e4
 
@@ -39,54 +44,70 @@ class PathMindNet(nn.Module):
         self.relation_matrix = nn.Parameter(torch.randn(num_relations, hidden, hidden) / hidden ** 0.5)
         self.future = nn.Sequential(nn.Linear(2 * hidden + 1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         self.priority = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
-        self.rounds, self.tau, self.hidden = rounds, tau, hidden
+        self.rounds, self.tau, self.hidden, self.num_relations = rounds, tau, hidden, num_relations
 
     # ---------------------------------------------------------------- pieces
-    def encode(self, node_type, text, topics, query, src, dst, rel):
-        """Node representations h (N x hidden) and the projected query q' (hidden)."""
+    def half_edges(self, src, dst, rel, n, in_order=None) -> HalfEdges:
+        return HalfEdges(src, dst, rel, n, self.num_relations, in_order)
+
+    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None):
+        """Node representations h (N x hidden) and the projected query q' (hidden; B x hidden batched).
+
+        One subgraph (``query`` of shape D) or B disjoint subgraphs in one graph (``query`` B x D,
+        ``node_graph`` the subgraph of each node); a node only ever sees its own subgraph's query.
+        """
         n = node_type.shape[0]
-        q = self.query_proj(query)
+        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
+        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
+        q = self.query_proj(query.reshape(-1, query.shape[-1]))
         h0 = self.type_embedding(node_type) + self.text_proj(text)
-        h0 = h0.index_add(0, topics, q.expand(len(topics), -1))
-        relation_vectors = self.relation_query(q).view(-1, self.hidden)
-        degree = scatter(torch.ones_like(dst, dtype=h0.dtype), dst, 0, dim_size=n, reduce="sum").clamp(min=1)
+        h0 = h0.index_add(0, topics, q.index_select(0, node_graph.index_select(0, topics)))
+        # each node's relation vectors (from its subgraph's query): N x R x hidden
+        relation_vectors = self.relation_query(q).view(-1, self.num_relations, self.hidden).index_select(0, node_graph)
         h = h0
         for linear, norm in zip(self.layers, self.norms):
-            message = h[src] * relation_vectors[rel]
-            aggregated = scatter(message, dst, 0, dim_size=n, reduce="sum") / degree[:, None]
+            # sum over in-edges (u, r, v) of h_u * r_q = sum over r of r_q * (sum of h_u in slot (v, r))
+            slots = slot_sum(h, edges).view(n, self.num_relations, self.hidden)
+            aggregated = (slots * relation_vectors).sum(1) / edges.in_degree[:, None]
             h = norm(h + F.relu(linear(torch.cat([aggregated, h0], dim=-1))))
-        return h, q
+        return h, q.reshape(query.shape[:-1] + (self.hidden,))
 
-    def triple_weight(self, h, q, src, rel, dst):
-        """w_q(u, r, v) = q' . (h_u * (W_r h_v)) for every half-edge."""
-        transformed = torch.empty_like(h[dst])
-        for r in torch.unique(rel).tolist():
-            mask = rel == r
-            transformed[mask] = h[dst[mask]] @ self.relation_matrix[r].T
-        return ((h[src] * transformed) * q).sum(-1)
+    def triple_weight(self, h, q, src, rel, dst, node_graph=None, edges=None):
+        """w_q(u, r, v) = q' . (h_u * (W_r h_v)) for every half-edge.
 
-    def cumulative_cost(self, cost, topics, src, dst, n):
-        """Soft shortest-path cost from the topics after ``rounds`` relaxations."""
-        d = torch.full((n,), BIG, dtype=cost.dtype)
-        d = d.index_fill(0, topics, 0.0)
-        for _ in range(self.rounds):
-            candidate = d[src] + cost
-            both = torch.cat([candidate, d])
-            index = torch.cat([dst, torch.arange(n)])
-            low = scatter(both, index, 0, dim_size=n, reduce="min").detach()
-            total = scatter(torch.exp(-(both - low[index]) / self.tau), index, 0, dim_size=n, reduce="sum")
-            d = low - self.tau * torch.log(total)
-        return d
+        W_r h_v is formed once per (node, relation) slot, N x R x hidden, then dotted with
+        q' * h_u per half-edge.
+        """
+        n = h.shape[0]
+        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
+        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
+        right = torch.einsum("nj,rij->nri", h, self.relation_matrix).reshape(n * self.num_relations, self.hidden)
+        left = h * q.reshape(-1, self.hidden).index_select(0, node_graph)
+        return edge_dot(left, right, edges)
+
+    def cumulative_cost(self, cost, topics, src, dst, n, edges=None):
+        """Soft shortest-path cost from the topics after ``rounds`` relaxations (temperature tau)."""
+        edges = edges if edges is not None else self.half_edges(src, dst, torch.zeros_like(src), n)
+        start = torch.full((n,), BIG, dtype=cost.dtype).index_fill(0, topics, 0.0)
+        return soft_min_relax(cost, start, edges, self.rounds, self.tau)
 
     # ---------------------------------------------------------------- forward
-    def forward(self, node_type, text, topics, query, src, dst, rel):
-        """(priority logits N, edge costs E, cumulative cost N)."""
+    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None):
+        """(priority logits N, edge costs E, cumulative cost N).
+
+        Batched when ``query`` is B x D and ``node_graph`` gives each node's subgraph (0..B-1):
+        the subgraphs are disjoint, so every output equals that of the subgraph alone.
+        ``edges`` (:meth:`half_edges`) may be built once and passed to save rebuilding it.
+        """
         n = node_type.shape[0]
-        h, q = self.encode(node_type, text, topics, query, src, dst, rel)
-        weight = self.triple_weight(h, q, src, rel, dst)
+        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
+        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
+        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges)
+        q = q.reshape(-1, self.hidden)
+        weight = self.triple_weight(h, q, src, rel, dst, node_graph, edges)
         cost = F.softplus(-weight)
-        d = self.cumulative_cost(cost, topics, src, dst, n)
+        d = self.cumulative_cost(cost, topics, src, dst, n, edges)
         d_in = torch.clamp(d, max=50.0)[:, None]
-        future = F.softplus(self.future(torch.cat([h, q.expand(n, -1), d_in], dim=-1)))
+        future = F.softplus(self.future(torch.cat([h, q.index_select(0, node_graph), d_in], dim=-1)))
         logits = self.priority(d_in + future).squeeze(-1)
         return logits, cost, d

@@ -2,9 +2,13 @@
 
 An example is one question: its query vector, topics, valid answers and bounded query
 subgraph. Training minimizes binary cross-entropy with answers positive and every other
-subgraph entity negative (positives re-weighted by the class ratio). The best epoch by
-validation Hits@3 is kept; training stops after ``patience`` epochs without improvement.
-Checkpoints are safetensors + a JSON config, never pickles. Everything is seeded.
+subgraph entity negative (positives re-weighted by the class ratio, per question). The best
+epoch by validation Hits@3 is kept; training stops after ``patience`` epochs without
+improvement. Checkpoints are safetensors + a JSON config, never pickles. Everything is seeded.
+
+Speed: subgraphs are built once (with their half-edge orders) and kept in memory; node text
+is encoded once before the first epoch; each step puts ``batch`` questions through the
+network as one disjoint graph, and the loss is the mean of the per-question losses.
 """
 
 from __future__ import annotations
@@ -16,25 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
+from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
+from adapath.methods.pathmind.config import TrainConfig
+from adapath.methods.pathmind.halfedges import HalfEdges
 from adapath.methods.pathmind.model import PathMindNet
 from adapath.methods.pathmind.subgraph import QuerySubgraph, SubgraphBuilder
-
-
-@dataclass
-class TrainConfig:
-    hops: int = 3
-    budget: int = 400
-    hidden: int = 32
-    layers: int = 3
-    epochs: int = 20
-    lr: float = 3e-3
-    patience: int = 4
-    val_fraction: float = 0.2
-    seed: int = 0
-    encoder: str = "hashing"
+from adapath.progress import Progress
 
 
 @dataclass
@@ -53,14 +48,16 @@ class Example:
 
 
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
-                  hops: int = 3, budget: int = 400, with_answers: bool = True) -> list[Example]:
+                  hops: int = 3, budget: int = 400, with_answers: bool = True, progress: bool = False) -> list[Example]:
     builder = SubgraphBuilder(graph, hops=hops, budget=budget)
+    texts = [query_text(r, level) for r in records]
     topics = [graph.index_of([int(k) for k in r["topic_entities"]]).tolist() for r in records]
-    texts = [r[f"{level}_query"] for r in records]
     vectors = encoder.encode(texts)
     subgraphs = []
-    for lo in range(0, len(records), 64):
-        subgraphs += builder.build_many(topics[lo:lo + 64])
+    with _progress(progress, len(records), "subgraphs", "questions") as bar:
+        for lo in range(0, len(records), 64):
+            subgraphs += builder.build_many(topics[lo:lo + 64])
+            bar.advance(len(topics[lo:lo + 64]))
     examples = []
     for record, t, text, vector, sub in zip(records, topics, texts, vectors, subgraphs):
         answers = []
@@ -71,8 +68,24 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
     return examples
 
 
+@dataclass
+class Batch:
+    """Several examples as one disjoint graph: the network's inputs plus where each example sits."""
+
+    inputs: tuple  # node_type, text, topics, query (B x D), src, dst, rel, node_graph, edges
+    node_offsets: np.ndarray  # B + 1
+    edge_offsets: np.ndarray  # B + 1
+
+    def nodes_of(self, i: int) -> slice:
+        return slice(int(self.node_offsets[i]), int(self.node_offsets[i + 1]))
+
+    def edges_of(self, i: int) -> slice:
+        return slice(int(self.edge_offsets[i]), int(self.edge_offsets[i + 1]))
+
+
 class Featurizer:
-    """Tensors of an example: node types, node text embeddings, edges, topics, query."""
+    """Tensors of an example (``featurize(example)``) or of several as one graph (``batch``):
+    node types, node text embeddings, topics, query, half-edges."""
 
     def __init__(self, graph: KnowledgeGraph, nodes_embeddings):
         self.graph, self.nodes = graph, nodes_embeddings
@@ -83,22 +96,93 @@ class Featurizer:
                 torch.as_tensor(self.nodes.get(sub.nodes)),
                 torch.as_tensor(sub.topics, dtype=torch.long),
                 torch.as_tensor(example.query),
-                torch.as_tensor(sub.src), torch.as_tensor(sub.dst), torch.as_tensor(sub.rel))
+                torch.as_tensor(sub.src, dtype=torch.long), torch.as_tensor(sub.dst, dtype=torch.long),
+                torch.as_tensor(sub.rel, dtype=torch.long))
+
+    def encode_nodes(self, examples: list[Example], progress: bool = False, chunk: int = 4096) -> None:
+        """Encode the text of every subgraph node once, up front (not inside the first epoch);
+        nothing to do where a complete store (``adapath kg embed``) serves every node."""
+        if getattr(self.nodes, "precomputed", False) or not examples:
+            return
+        todo = np.unique(np.concatenate([e.subgraph.nodes for e in examples]))
+        with _progress(progress, len(todo), "node text", "nodes") as bar:
+            for lo in range(0, len(todo), chunk):
+                self.nodes.get(todo[lo:lo + chunk])
+                bar.advance(len(todo[lo:lo + chunk]))
+
+    def batch(self, examples: list[Example]) -> Batch:
+        subs = [e.subgraph for e in examples]
+        node_offsets = np.zeros(len(subs) + 1, dtype=np.int64)
+        np.cumsum([len(s.nodes) for s in subs], out=node_offsets[1:])
+        edge_offsets = np.zeros(len(subs) + 1, dtype=np.int64)
+        np.cumsum([len(s.src) for s in subs], out=edge_offsets[1:])
+        nodes = np.concatenate([s.nodes for s in subs])
+        shift = np.repeat(node_offsets[:-1], [len(s.src) for s in subs])
+        src = np.concatenate([s.src for s in subs]) + shift
+        dst = np.concatenate([s.dst for s in subs]) + shift
+        rel = np.concatenate([s.rel for s in subs]).astype(np.int64)
+        in_order = np.concatenate([s.in_order + lo for s, lo in zip(subs, edge_offsets[:-1])])
+        topics = np.concatenate([s.topics + lo for s, lo in zip(subs, node_offsets[:-1])])
+        node_graph = np.repeat(np.arange(len(subs)), np.diff(node_offsets))
+        n = int(node_offsets[-1])
+        edges = HalfEdges(src, dst, rel, n, self.graph.num_relations, in_order)
+        inputs = (torch.as_tensor(self.graph.node_type[nodes].astype(np.int64)),
+                  torch.as_tensor(self.nodes.get(nodes)),
+                  torch.as_tensor(topics, dtype=torch.long),
+                  torch.as_tensor(np.stack([e.query for e in examples])),
+                  edges.src, edges.dst, edges.rel, torch.as_tensor(node_graph), edges)
+        return Batch(inputs, node_offsets, edge_offsets)
+
+
+def _progress(show: bool, total: int, label: str, unit: str) -> Progress:
+    return Progress(total, label, unit, quiet=not show)
+
+
+def _batches(examples: list[Example], size: int) -> list[list[Example]]:
+    return [examples[lo:lo + size] for lo in range(0, len(examples), size)]
+
+
+def batch_loss(logits: torch.Tensor, batch: Batch, examples: list[Example]) -> torch.Tensor:
+    """Mean over the examples of each one's class-balanced BCE over its non-topic entities
+    (answers positive, weighted by negatives / positives), as one vectorized computation."""
+    n = logits.shape[0]
+    starts = batch.node_offsets[:-1]
+    target = torch.zeros(n)
+    target[torch.as_tensor(np.concatenate([e.local_answers + lo for e, lo in zip(examples, starts)]),
+                           dtype=torch.long)] = 1.0
+    mask = torch.ones(n, dtype=torch.bool)
+    mask[batch.inputs[2]] = False
+    graph = batch.inputs[7]
+    count = torch.zeros(len(examples)).index_add_(0, graph, mask.float())
+    positives = torch.zeros(len(examples)).index_add_(0, graph, target * mask).clamp(min=1)
+    pos_weight = ((count - positives) / positives).index_select(0, graph)
+    # BCE with pos_weight p: -(p y log s(x) + (1 - y) log(1 - s(x)))
+    per_node = -(pos_weight * target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * mask
+    per_example = torch.zeros(len(examples)).index_add_(0, graph, per_node) / count.clamp(min=1)
+    return per_example.mean()
+
+
+def _top_k(model, featurize, examples: list[Example], k: int, size: int = 16) -> list[np.ndarray]:
+    """Local indices of the top k scored non-topic entities of each example."""
+    out = []
+    model.eval()
+    with torch.no_grad():
+        for chunk in _batches(examples, size):
+            batch = featurize.batch(chunk)
+            logits = model(*batch.inputs)[0]
+            for i, ex in enumerate(chunk):
+                scores = logits[batch.nodes_of(i)].clone()
+                scores[torch.as_tensor(ex.subgraph.topics)] = -np.inf
+                out.append(torch.topk(scores, min(k, len(scores))).indices.numpy())
+    return out
 
 
 def hits_at(model, featurize, examples: list[Example], k: int) -> float:
     """Share of examples with an answer among the top k scored non-topic entities."""
     if not examples:
         return 0.0
-    model.eval()
-    hits = 0
-    with torch.no_grad():
-        for ex in examples:
-            logits = model(*featurize(ex))[0].clone()
-            logits[ex.subgraph.topics] = -np.inf
-            top = torch.topk(logits, min(k, len(logits))).indices.numpy()
-            hits += bool(set(top.tolist()) & set(ex.local_answers.tolist()))
-    return hits / len(examples)
+    tops = _top_k(model, featurize, examples, k)
+    return sum(bool(set(top.tolist()) & set(ex.local_answers.tolist())) for top, ex in zip(tops, examples)) / len(examples)
 
 
 def baseline_hits(graph: KnowledgeGraph, examples: list[Example], kind: str, k: int, seed: int = 0) -> float:
@@ -116,8 +200,12 @@ def baseline_hits(graph: KnowledgeGraph, examples: list[Example], kind: str, k: 
     return hits / max(len(examples), 1)
 
 
-def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: TrainConfig, log=None):
-    """Returns (model, history) with the best validation epoch's weights."""
+def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: TrainConfig, log=None,
+          progress: bool = False):
+    """Returns (model, history) with the best validation epoch's weights.
+
+    ``progress``: show progress within each epoch (:class:`adapath.progress.Progress`).
+    """
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     usable = [e for e in examples if len(e.local_answers)]
@@ -127,6 +215,7 @@ def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: Tra
     n_val = max(1, int(round(len(usable) * config.val_fraction)))
     val = [usable[i] for i in order[:n_val]]
     fit = [usable[i] for i in order[n_val:]]
+    featurize.encode_nodes(usable, progress=progress)
     model = PathMindNet(len(graph.type_names), graph.num_relations, len(examples[0].query),
                         featurize(examples[0])[1].shape[1], hidden=config.hidden, layers=config.layers,
                         rounds=config.hops)
@@ -136,21 +225,16 @@ def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: Tra
         model.train()
         clock = time.perf_counter()
         total = 0.0
-        for i in rng.permutation(len(fit)):
-            ex = fit[i]
-            logits = model(*featurize(ex))[0]
-            target = torch.zeros_like(logits)
-            target[torch.as_tensor(ex.local_answers)] = 1.0
-            mask = torch.ones_like(logits, dtype=torch.bool)
-            mask[torch.as_tensor(ex.subgraph.topics)] = False
-            positives = target[mask].sum().clamp(min=1)
-            weight = (mask.sum() - positives) / positives
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                logits[mask], target[mask], pos_weight=weight)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach())
+        shuffled = [fit[i] for i in rng.permutation(len(fit))]
+        with _progress(progress, len(fit), f"epoch {epoch}", "questions") as bar:
+            for chunk in _batches(shuffled, max(1, config.batch)):
+                batch = featurize.batch(chunk)
+                loss = batch_loss(model(*batch.inputs)[0], batch, chunk)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += float(loss.detach()) * len(chunk)
+                bar.advance(len(chunk))
         score = hits_at(model, featurize, val, 3)
         history.append({"epoch": epoch, "loss": total / max(len(fit), 1), "val_hits3": score,
                         "seconds": time.perf_counter() - clock})

@@ -14,13 +14,13 @@ bin, then by its text. The meta-path list is deterministic for the same inputs.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from adapath.bank.store import BankStore
 from adapath.engine.metapath import MetaPath
 from adapath.errors import InputError
 from adapath.retrieval.bm25 import TextIndex
@@ -54,20 +54,19 @@ class BankIndex:
     def __init__(self, bank: str | Path, encoder, level: str | None = None,
                  lam: float = LAMBDA, k: int = TOP_K):
         bank = Path(bank)
-        manifest = bank / "manifest.json"
-        if not manifest.is_file() or not (bank / "paths.parquet").is_file():
+        store = BankStore(bank)
+        meta = store.read_manifest()
+        if meta is None or not store.paths_file.is_file():
             raise InputError(f"{bank}: not a complete Path-Bank (run `adapath bank build`)")
-        meta = json.loads(manifest.read_text())
         self.level = level or meta["parameters"].get("level", "explicit")
         self.lam, self.k = lam, k
-        queries = pq.read_table(bank / "queries.parquet").to_pydict()
+        queries = pq.read_table(store.queries_file).to_pydict()
         self.ids = queries["id"]
         self.texts = queries[self.level]
         self.topic_types = np.array(queries["topic_type"])
         self.answer_types = queries["answer_type"]
         self.hops = queries["hops"]
-        paths = pq.read_table(bank / "paths.parquet",
-                              columns=["query_id", "pair", "hop", "rank", "metapath"]).to_pydict()
+        paths = store.read_paths(["query_id", "pair", "hop", "rank", "metapath"]).to_pydict()
         row_of = {qid: i for i, qid in enumerate(self.ids)}
         self.metapaths: list[list[tuple[str, int]]] = [[] for _ in self.ids]
         for qid, pair, rank, mp in zip(paths["query_id"], paths["pair"], paths["rank"], paths["metapath"]):

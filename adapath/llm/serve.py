@@ -1,0 +1,236 @@
+"""A small OpenAI-compatible chat-completions server over any adapath backend.
+
+One loaded model serves several clients (workers of a run, several runs, tests): requests
+that arrive together are handed to the backend as one batch (each with its own sampling
+settings), so a local model batches work it gets from many connections. Standard library
+only (``http.server.ThreadingHTTPServer``); loopback by default; no authentication, so
+bind to another address only on a network you trust.
+
+- ``GET /v1/models``: the one served model;
+- ``POST /v1/chat/completions``: ``messages`` (system and user turns; the reply continues
+  the last user turn), ``max_tokens`` (or ``max_completion_tokens``), ``temperature``,
+  ``top_p``, ``seed``, ``stop``, ``n``; the reply carries ``usage`` (prompt, completion and
+  total tokens as the backend counts them). Choice ``i`` of ``n`` is sampled with seed
+  ``seed + i``.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from adapath.llm.base import Generation, GenerationParams
+
+MAX_BODY = 16 * 1024 * 1024
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+@dataclass
+class _Job:
+    prompts: list[str]
+    params: list[GenerationParams]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: list[Generation] | None = None
+    error: Exception | None = None
+
+
+class Batcher:
+    """Gathers the requests that arrive within ``wait`` seconds of each other (up to
+    ``max_batch`` prompts) into one ``generate`` call; backends are called from this one
+    thread only, so none needs to be thread-safe."""
+
+    def __init__(self, backend, max_batch: int = 64, wait: float = 0.005):
+        self.backend, self.max_batch, self.wait = backend, max_batch, wait
+        self.queue: queue.Queue[_Job | None] = queue.Queue()
+        self.batches: list[int] = []  # prompts per backend call (for tests and logs)
+        self._thread = threading.Thread(target=self._run, name="adapath-llm-batcher", daemon=True)
+        self._thread.start()
+
+    def submit(self, prompts: list[str], params: list[GenerationParams]) -> list[Generation]:
+        job = _Job(prompts, params)
+        self.queue.put(job)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self._thread.join(timeout=5)
+
+    def _gather(self, first: _Job) -> tuple[list[_Job], bool]:
+        jobs, size = [first], len(first.prompts)
+        deadline = time.monotonic() + self.wait
+        while size < self.max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                job = self.queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, True
+            jobs.append(job)
+            size += len(job.prompts)
+        return jobs, False
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = self.queue.get()
+            if first is None:
+                return
+            jobs, stop = self._gather(first)
+            prompts = [p for job in jobs for p in job.prompts]
+            params = [s for job in jobs for s in job.params]
+            self.batches.append(len(prompts))
+            try:
+                generations = self.backend.generate(prompts, params)
+                at = 0
+                for job in jobs:
+                    job.result = generations[at:at + len(job.prompts)]
+                    at += len(job.prompts)
+            except Exception as exc:  # the backend failed: every waiting request hears why
+                for job in jobs:
+                    job.error = exc
+            for job in jobs:
+                job.done.set()
+
+
+def _number(body: dict, key: str, kind: type, default, low, high):
+    value = body.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+        raise RequestError(400, f"'{key}' must be a {kind.__name__}")
+    if not low <= value <= high:
+        raise RequestError(400, f"'{key}' must lie in [{low}, {high}]")
+    return kind(value)
+
+
+def parse_request(body: dict, served: str) -> tuple[str, list[GenerationParams]]:
+    """(prompt, settings of each of the ``n`` choices) of a chat-completions request."""
+    if not isinstance(body, dict):
+        raise RequestError(400, "the body must be a JSON object")
+    model = body.get("model")
+    if model is not None and model != served:
+        raise RequestError(404, f"model {model!r} is not served here (this server serves {served!r})",
+                           "model_not_found")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError(400, "'messages' must be a non-empty list")
+    parts = []
+    for message in messages:
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise RequestError(400, "each message needs a 'role' and a text 'content'")
+        if message.get("role") not in ("system", "user"):
+            raise RequestError(400, "only system and user messages are supported (one turn)")
+        parts.append(message["content"])
+    if messages[-1].get("role") != "user":
+        raise RequestError(400, "the last message must be the user's")
+    stop = body.get("stop") or ()
+    stop = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
+        raise RequestError(400, "'stop' must be a string or a list of strings")
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    base = GenerationParams(
+        max_tokens=_number({"max_tokens": max_tokens}, "max_tokens", int, 256, 1, 10**6),
+        temperature=_number(body, "temperature", float, 0.0, 0.0, 2.0),
+        top_p=_number(body, "top_p", float, 1.0, 0.0, 1.0),
+        seed=_number(body, "seed", int, 42, -2**63, 2**63 - 1),
+        stop=tuple(stop))
+    n = _number(body, "n", int, 1, 1, 128)
+    settings = [base if i == 0 else GenerationParams(base.max_tokens, base.temperature, base.top_p,
+                                                     base.seed + i, base.stop) for i in range(n)]
+    return "\n\n".join(parts), settings
+
+
+def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "adapath",
+                max_batch: int = 64, wait: float = 0.005) -> ThreadingHTTPServer:
+    """A server bound to (host, port) (port 0: a free one, see ``server_port``); call
+    ``serve_forever``, then ``shutdown`` and ``server_close``."""
+    batcher = Batcher(backend, max_batch=max_batch, wait=wait)
+    counter = iter(range(1, 2**62))
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # quiet: a run sends thousands of requests
+            pass
+
+        def _send(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, exc: RequestError) -> None:
+            self._send(exc.status, {"error": {"message": str(exc), "type": exc.kind}})
+
+        def do_GET(self):
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                self._send(200, {"object": "list", "data": [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "adapath"}]})
+            else:
+                self._error(RequestError(404, f"no route {self.path}", "not_found"))
+
+        def do_POST(self):
+            try:
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                    raise RequestError(404, f"no route {self.path}", "not_found")
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY:
+                    raise RequestError(413, "request body too large")
+                try:
+                    body = json.loads(self.rfile.read(length).decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise RequestError(400, f"the body is not JSON ({exc})") from None
+                prompt, settings = parse_request(body, name)
+                try:
+                    generations = batcher.submit([prompt] * len(settings), settings)
+                except Exception as exc:  # the backend failed: a 500 the client may retry
+                    raise RequestError(500, f"backend error: {type(exc).__name__}: {exc}", "server_error") from None
+            except RequestError as exc:
+                self._error(exc)
+                return
+            with lock:
+                number = next(counter)
+            prompt_tokens = max(g.prompt_tokens for g in generations)
+            completion = sum(g.completion_tokens for g in generations)
+            self._send(200, {
+                "id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
+                "model": name,
+                "choices": [{"index": i, "message": {"role": "assistant", "content": g.text},
+                             "finish_reason": "length" if g.completion_tokens >= s.max_tokens else "stop"}
+                            for i, (g, s) in enumerate(zip(generations, settings))],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                          "total_tokens": prompt_tokens + completion}})
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    server.batcher = batcher
+    original_close = server.server_close
+
+    def server_close():
+        original_close()
+        batcher.close()
+
+    server.server_close = server_close
+    return server
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -1,0 +1,133 @@
+"""LLM-only baselines: the model answers from what it knows, no graph (AdaPath Table 2's
+IO, CoT and SC rows).
+
+- ``io``: the question, the answer at once;
+- ``cot``: step-by-step reasoning, then the answer (Wei et al. 2022, zero-shot);
+- ``sc``: self-consistency (Wang et al. 2023): ``samples`` chain-of-thought replies sampled
+  at ``temperature`` with distinct seeds, the majority answer (answers compared lower-cased,
+  without surrounding punctuation, articles or extra spaces) wins; a tie goes to the answer
+  sampled first. Unreadable samples do not vote.
+
+Each step of a batch (the one prompt per query; for SC all samples of all queries) is one
+backend batch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from adapath.llm import GenerationParams, Usage, prompts
+from adapath.llm.parse import read_reply
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+_EDGES = " \t\n\"'`.,;:!?()[]{}"
+
+
+def vote_key(answer: str) -> str:
+    """What two sampled answers must share to count as the same vote."""
+    text = re.sub(r"\s+", " ", answer.lower()).strip(_EDGES)
+    return _ARTICLE.sub("", text).strip(_EDGES)
+
+
+def majority(answers: list[str]) -> tuple[int | None, dict[str, int]]:
+    """(index of the sample whose answer wins, votes per answer); ties go to the answer that
+    was sampled first; empty answers do not vote."""
+    votes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, answer in enumerate(answers):
+        key = vote_key(answer)
+        if key:
+            votes[key] = votes.get(key, 0) + 1
+            first.setdefault(key, i)
+    if not votes:
+        return None, {}
+    winner = max(votes, key=lambda k: (votes[k], -first[k]))
+    return first[winner], votes
+
+
+class SinglePrompt:
+    """IO and CoT: one prompt per query, one batch."""
+
+    def __init__(self, name: str, build_prompt, llm, params: GenerationParams):
+        self.name, self.build_prompt = name, build_prompt
+        self._generate = LLMCaller(llm, params)
+
+    def answer(self, queries: list[Query]) -> list[Result]:
+        usages = [Usage() for _ in queries]
+        replies = self._generate([self.build_prompt(q.text, q.options) for q in queries],
+                                 list(range(len(queries))), usages)
+        results = []
+        for q, reply, usage in zip(queries, replies, usages):
+            answer, source = read_reply(reply, q.options)
+            results.append(Result(q.id, q.level, answer, method=self.name, raw=reply, answer_source=source,
+                                  usage=usage.as_dict()))
+        return results
+
+
+class SelfConsistency:
+    """k sampled chain-of-thought replies per query, all in one batch; the majority answer."""
+
+    name = "sc"
+
+    def __init__(self, llm, samples: int = 5, temperature: float = 0.7, seed: int = 42, max_tokens: int = 256):
+        self.samples = samples
+        self.settings = [GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed + i)
+                         for i in range(samples)]
+        self._generate = LLMCaller(llm)
+
+    def answer(self, queries: list[Query]) -> list[Result]:
+        k = self.samples
+        usages = [Usage() for _ in queries]
+        prompt_list = [prompts.chain_of_thought(q.text, q.options) for q in queries for _ in range(k)]
+        owners = [j for j in range(len(queries)) for _ in range(k)]
+        replies = self._generate(prompt_list, owners, usages, self.settings * len(queries))
+        results = []
+        for j, q in enumerate(queries):
+            mine = replies[j * k:(j + 1) * k]
+            read = [read_reply(reply, q.options) for reply in mine]
+            winner, votes = majority([answer for answer, _ in read])
+            if winner is None:
+                answer, source, raw = "", "none", mine[0] if mine else ""
+            else:
+                (answer, source), raw = read[winner], mine[winner]
+            results.append(Result(q.id, q.level, answer, method=self.name, raw=raw, answer_source=source,
+                                  usage=usages[j].as_dict(),
+                                  extra={"samples": [a for a, _ in read], "votes": votes}))
+        return results
+
+
+def _single(name: str, build_prompt, max_tokens: int):
+    def build(context: MethodContext) -> SinglePrompt:
+        return SinglePrompt(name, build_prompt, context.llm,
+                            GenerationParams(max_tokens=context.params.get("max_tokens", max_tokens)))
+    return build
+
+
+def _build_sc(context: MethodContext) -> SelfConsistency:
+    from adapath.errors import InputError
+
+    p = context.params
+    if p["samples"] < 1:
+        raise InputError("--param samples must be at least 1")
+    if p["temperature"] <= 0:
+        raise InputError("--param temperature must be above 0 (self-consistency samples)")
+    return SelfConsistency(context.llm, p["samples"], p["temperature"], p["seed"], p["max_tokens"])
+
+
+METHODS = [
+    MethodSpec("io", "the LLM answers the question directly, no graph",
+               "IO prompting (the AdaPath paper's LLM-only baseline)", _single("io", prompts.direct_answer, 64),
+               llm="required", path_finding=False,
+               params=(Param("max_tokens", 64, "most tokens in the reply"),)),
+    MethodSpec("cot", "the LLM reasons step by step, then answers; no graph",
+               "Chain-of-thought prompting (Wei et al. 2022), zero-shot",
+               _single("cot", prompts.chain_of_thought, 256), llm="required", path_finding=False,
+               params=(Param("max_tokens", 256, "most tokens in the reply"),)),
+    MethodSpec("sc", "k chain-of-thought answers sampled with distinct seeds; the majority answer wins",
+               "Self-consistency (Wang et al. 2023)", _build_sc, llm="required", path_finding=False,
+               params=(Param("samples", 5, "sampled chain-of-thought replies per question (k)"),
+                       Param("temperature", 0.7, "sampling temperature (above 0)"),
+                       Param("seed", 42, "seed of the first sample; sample i uses seed + i"),
+                       Param("max_tokens", 256, "most tokens in each reply"))),
+]

@@ -1,0 +1,20 @@
+"""PathMind training settings (no torch here: the command line reads the defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TrainConfig:
+    hops: int = 3
+    budget: int = 400
+    hidden: int = 32
+    layers: int = 3
+    epochs: int = 20
+    lr: float = 3e-3
+    patience: int = 4
+    val_fraction: float = 0.2
+    seed: int = 0
+    encoder: str = "hashing"
+    batch: int = 1  # questions per optimizer step, put through the network as one graph

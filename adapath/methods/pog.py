@@ -1,0 +1,286 @@
+"""Plan-on-Graph (Chen et al., NeurIPS 2024; liyichen-cly/PoG): sub-objectives, guided
+exploration, memory and reflection with backtracking.
+
+1. Task decomposition: the LLM breaks the question into sub-objectives (one call).
+2. At each depth, for the entities to explore:
+   - relation exploration: the LLM picks as few relations as it needs, given the question and
+     the sub-objectives (one prompt per entity);
+   - entity exploration: the neighbours through each picked relation; a list of two or more
+     goes to the LLM, which keeps as few as answer the question (one prompt per relation; a
+     list longer than ``entity_cap`` first keeps the ``entity_cap`` names most similar to the
+     question, as PoG's 70 with its sentence encoder);
+   - memory: the explored subgraph and reasoning paths are kept here; the LLM rewrites the
+     sub-objectives' status from the new triplets (one call);
+   - evaluation: from memory and the new triplets the LLM answers {Yes} and the answer, or {No};
+     a yes with an answer stops;
+   - reflection (at most ``max_reflections`` corrections): the LLM decides to {continue} with
+     the entities just kept, to {add} earlier entities to them, or to {backtrack}: drop the
+     current direction and go on from earlier entities only; for add and backtrack a second
+     call picks those entities from the explored subgraph (entities expanded before and
+     candidates left aside), and the search continues from their own paths.
+3. Nothing kept at a depth: answer from the triplets; the depth limit without a yes: the LLM's
+   own knowledge (``exhausted=paths``: the triplets).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adapath.engine.graph import KnowledgeGraph
+from adapath.errors import InputError
+from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
+from adapath.llm.parse import parse_answer
+from adapath.methods import _search as s
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+
+DECISIONS = ("continue", "add", "backtrack")
+
+
+@dataclass
+class PoGConfig:
+    max_depth: int = 3
+    entity_cap: int = 70
+    max_reflections: int = 5
+    exhausted: str = "knowledge"
+    # PoG runs at temperature 0.3; its 4,096-token output cap is cut to 512 (replies are short)
+    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=512, temperature=0.3))
+
+
+@dataclass
+class _State(s.SearchState):
+    subobjectives: list[str] = field(default_factory=list)
+    memory: str = ""
+    discovered: dict[int, s.Walk] = field(default_factory=dict)  # explored subgraph: entity -> its path
+    expanded: list[int] = field(default_factory=list)  # entities whose relations were explored
+    revisited: set[int] = field(default_factory=set)  # entities reflection brought back
+    reflections: list[dict] = field(default_factory=list)
+    groups: list[tuple[str, str, list[str]]] = field(default_factory=list)  # this depth's triplets
+
+
+class PlanOnGraph:
+    name = "pog"
+
+    def __init__(self, graph: KnowledgeGraph, llm: LLMBackend, encoder_factory=None,
+                 config: PoGConfig | None = None):
+        self.graph, self.config = graph, config or PoGConfig()
+        self._call = LLMCaller(llm, self.config.params)
+        self._encoder_factory, self._encoder = encoder_factory, None
+
+    def answer(self, queries: list[Query]) -> list[Result]:
+        g, c = self.graph, self.config
+        usages = [Usage() for _ in queries]
+        states = [_State(q, s.topic_walks(g, q)) for q in queries]
+        everyone = list(range(len(states)))
+        for j, reply in zip(everyone, self._call([prompts.pog_decompose(q.text) for q in queries], everyone, usages)):
+            states[j].subobjectives = read_list(reply) or [queries[j].text]
+        for st in states:
+            if not st.frontier:
+                st.finish("knowledge", "no-topic", 0)
+            for walk in st.frontier:
+                st.discovered.setdefault(walk.end, walk)
+        for depth in range(1, c.max_depth + 1):
+            active = s.searching(states)
+            if not active:
+                break
+            picked = self._explore_relations(states, active, usages)
+            selected = self._explore_entities(states, active, picked, usages)
+            going = []
+            for j in active:
+                st = states[j]
+                if not selected[j]:
+                    st.finish("paths", "no-candidates", depth)
+                    continue
+                st.kept.extend(selected[j])
+                going.append(j)
+            self._update_memory(states, going, usages)
+            unanswered = self._evaluate(states, going, depth, usages)
+            self._reflect(states, unanswered, selected, usages)
+        return s.final_results(g, self._call, states, usages, self.name, lambda st: {
+            "subobjectives": st.subobjectives, "memory": st.memory, "reflections": st.reflections})
+
+    # ------------------------------------------------------------------ steps
+    def _explore_relations(self, states, active, usages) -> dict[int, list[tuple[s.Walk, int]]]:
+        g = self.graph
+        texts, owners, asked = [], [], []
+        for j in active:
+            st = states[j]
+            for walk in st.frontier:
+                st.expanded.append(walk.end)
+                relations = s.relations_of(g, walk.end)
+                if relations:
+                    texts.append(prompts.pog_relations(st.query.text, st.subobjectives, g.name(walk.end),
+                                                       [g.relation_names[r] for r in relations]))
+                    owners.append(j)
+                    asked.append((walk, relations))
+        picked: dict[int, list] = {j: [] for j in active}
+        for j, (walk, relations), reply in zip(owners, asked, self._call(texts, owners, usages)):
+            chosen = s.read_names(reply, [g.relation_names[r] for r in relations])
+            picked[j] += [(walk, relations[i]) for i in chosen]
+        return picked
+
+    def _explore_entities(self, states, active, picked, usages) -> dict[int, list[s.Walk]]:
+        g, c = self.graph, self.config
+        selected: dict[int, list[s.Walk]] = {j: [] for j in active}
+        texts, owners, asked = [], [], []
+        for j in active:
+            st = states[j]
+            st.groups = []
+            for walk, relation in picked[j]:
+                nodes = s.neighbors_via(g, walk, relation)
+                if not nodes:
+                    continue
+                st.explored.add(walk.hops + 1, nodes)
+                if len(nodes) > c.entity_cap:
+                    nodes = self._most_similar(st.query.text, nodes, c.entity_cap)
+                nodes = sorted(nodes, key=lambda v: (g.name(v), v))
+                for v in nodes:
+                    st.discovered.setdefault(v, walk.extend(v, relation, 1.0))
+                if len(nodes) == 1:
+                    self._keep(st, selected[j], walk, relation, nodes)
+                    continue
+                texts.append(prompts.pog_entities(st.query.text, g.name(walk.end), g.relation_names[relation],
+                                                  [g.name(v) for v in nodes]))
+                owners.append(j)
+                asked.append((walk, relation, nodes))
+        for j, (walk, relation, nodes), reply in zip(owners, asked, self._call(texts, owners, usages)):
+            chosen = s.read_names(reply, [g.name(v) for v in nodes])
+            if chosen:  # nothing readable: PoG drops the group
+                self._keep(states[j], selected[j], walk, relation, [nodes[i] for i in sorted(chosen)])
+        return selected
+
+    def _keep(self, st: _State, out: list[s.Walk], walk: s.Walk, relation: int, nodes: list[int]) -> None:
+        g = self.graph
+        out += [walk.extend(v, relation, 1.0) for v in nodes]
+        st.groups.append((g.name(walk.end), g.relation_names[relation], [g.name(v) for v in nodes]))
+
+    def _update_memory(self, states, going, usages) -> None:
+        texts = [prompts.pog_memory(states[j].query.text, states[j].subobjectives, states[j].memory,
+                                    states[j].groups) for j in going]
+        for j, reply in zip(going, self._call(texts, going, usages)):
+            states[j].memory = read_memory(reply) or states[j].memory
+
+    def _evaluate(self, states, going, depth, usages) -> list[int]:
+        c = self.config
+        texts = [prompts.pog_reason(states[j].query.text, states[j].memory, states[j].groups,
+                                    states[j].query.options) for j in going]
+        unanswered = []
+        for j, reply in zip(going, self._call(texts, going, usages)):
+            st = states[j]
+            answer = parse_answer(reply).strip().lower()
+            if s.read_verdict(reply) and answer and answer not in ("null", "none"):
+                st.finish("reply", "sufficient", depth, reply)
+            elif depth == c.max_depth:
+                st.finish(c.exhausted, "depth-limit", depth)
+            else:
+                unanswered.append(j)
+        return unanswered
+
+    def _reflect(self, states, unanswered, selected, usages) -> None:
+        g, c = self.graph, self.config
+        for j in unanswered:
+            states[j].frontier = s.distinct_ends(selected[j])
+        asking = [j for j in unanswered if len(states[j].reflections) < c.max_reflections]
+        texts = [prompts.pog_reflect(states[j].query.text, [g.name(w.end) for w in states[j].frontier],
+                                     states[j].memory, s.unique_triplets(g, states[j].kept)) for j in asking]
+        picking, pick_texts, offered = [], [], []
+        for j, reply in zip(asking, self._call(texts, asking, usages)):
+            st = states[j]
+            decision, reason = read_decision(reply)
+            if decision == "continue":
+                continue
+            candidates = self._earlier(st)
+            if candidates:
+                picking.append(j)
+                offered.append((decision, candidates))
+                pick_texts.append(prompts.pog_pick(st.query.text, reason, [g.name(v) for v in candidates],
+                                                   st.memory))
+        for j, (decision, candidates), reply in zip(picking, offered, self._call(pick_texts, picking, usages)):
+            st = states[j]
+            chosen = [candidates[i] for i in s.read_names(reply, [g.name(v) for v in candidates])]
+            if not chosen:
+                continue
+            st.revisited.update(chosen)
+            st.reflections.append({"decision": decision, "entities": [int(g.node_id[v]) for v in chosen]})
+            earlier = [st.discovered[v] for v in chosen]
+            st.frontier = earlier if decision == "backtrack" else s.distinct_ends(st.frontier + earlier)
+
+    def _earlier(self, st: _State) -> list[int]:
+        """Entities of the explored subgraph reflection may go back to: those expanded before,
+        then candidates left aside; never the current ones or one already brought back."""
+        g, c = self.graph, self.config
+        current = {w.end for w in st.frontier}
+        expanded = [v for v in dict.fromkeys(st.expanded) if v not in current and v not in st.revisited]
+        aside = [v for v in st.discovered if v not in current and v not in st.revisited and v not in set(expanded)]
+        room = max(c.entity_cap - len(expanded), 0)
+        if len(aside) > room:
+            aside = self._most_similar(st.query.text, aside, room) if room else []
+        return sorted(expanded, key=lambda v: (g.name(v), v)) + sorted(aside, key=lambda v: (g.name(v), v))
+
+    def _most_similar(self, question: str, nodes: list[int], cap: int) -> list[int]:
+        """The ``cap`` nodes whose names are most similar to the question (encoder cosine)."""
+        if self._encoder is None:
+            if self._encoder_factory is None:
+                raise InputError("--method pog needs a sentence encoder (--encoder) to cap long entity lists")
+            self._encoder = self._encoder_factory()
+        g = self.graph
+        vectors = self._encoder.encode([question] + [g.name(v) for v in nodes])
+        scores = vectors[1:] @ vectors[0]
+        order = np.lexsort((np.asarray(nodes), -scores))[:cap]
+        return [nodes[i] for i in sorted(order)]
+
+
+def read_list(reply: str) -> list[str]:
+    """A list the reply writes as ["a", "b"] (or with single quotes, or one item per line)."""
+    text = reply or ""
+    bracketed = re.findall(r"\[([^\[\]]*)\]", text)
+    body = bracketed[-1] if bracketed else text
+    items = re.findall(r'"([^"]+)"', body) or re.findall(r"'([^']+)'", body)
+    if not items:
+        items = [line.strip().lstrip("-*•0123456789.) ").strip() for line in body.splitlines()]
+    return [item.strip() for item in items if item.strip()][:10]
+
+
+def read_memory(reply: str) -> str:
+    """The JSON object of a memory reply (first ``{`` to last ``}``), else the reply itself."""
+    text = (reply or "").strip()
+    a, b = text.find("{"), text.rfind("}")
+    return (text[a:b + 1] if 0 <= a < b else text)[:2000]
+
+
+def read_decision(reply: str) -> tuple[str, str]:
+    """(continue | add | backtrack, the reason given); unreadable replies continue."""
+    text = reply or ""
+    decision = ""
+    for content in re.findall(r"\{([^{}]*)\}", text):
+        if content.strip().lower() in DECISIONS:
+            decision = content.strip().lower()
+            break
+    if not decision:
+        found = [(m.start(), m.group(1)) for m in re.finditer(r"\b(continue|add|backtrack)\b", text.lower())]
+        decision = min(found)[1] if found else "continue"
+    reason = re.sub(r"\{[^{}]*\}", "", text).strip(" .:\n")
+    return decision, reason[:300]
+
+
+def _build(context: MethodContext) -> PlanOnGraph:
+    p = context.params
+    config = PoGConfig(max_depth=p.get("max_depth", 3), entity_cap=p.get("entity_cap", 70),
+                       max_reflections=p.get("max_reflections", 5),
+                       exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "pog"))
+    if config.max_depth < 1 or config.entity_cap < 1:
+        raise InputError("--method pog: max_depth and entity_cap must be at least 1")
+    return PlanOnGraph(context.graph, context.llm, context.encoder, config)
+
+
+METHODS = [MethodSpec(
+    "pog", "Plan-on-Graph: sub-objectives guide relation and entity exploration; memory; reflection "
+           "adds or backtracks to earlier entities",
+    "Plan-on-Graph (Chen et al., NeurIPS 2024; liyichen-cly/PoG)", _build, llm="required",
+    params=(Param("max_depth", 3, "most exploration rounds"),
+            Param("entity_cap", 70, "longer entity lists keep the names most similar to the question (--encoder)"),
+            Param("max_reflections", 5, "most corrections (add or backtrack) per question"),
+            s.exhausted_param("PoG")),
+)]

@@ -1,0 +1,149 @@
+"""StructGPT (Jiang et al., EMNLP 2023; RUCAIBox/StructGPT) on a knowledge graph: iterative
+reading-then-reasoning through two reading interfaces.
+
+At each step (up to ``max_depth``):
+
+1. Extract_Neighbor_Relations: the relations of the current entities are linearized and the
+   LLM picks the relation to follow ("Relation: ..."; every candidate the reply names counts);
+2. Extract_Triples: the current entities' neighbours through the picked relation, at most
+   ``max_triples`` per relation (a seeded sample; StructGPT cuts long fact lists too);
+3. the LLM reads the linearized triples and either answers ("Answer: {...}") or names the
+   tail entities to follow ("Next: {a; b}"), which become the current entities (no name it
+   can read: all tails go on, as StructGPT keeps every tail when nothing narrows them).
+
+No relation or triple left, or the step limit reached: the LLM answers from every triple
+collected so far. The topic entities start the walk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from adapath.engine.graph import KnowledgeGraph
+from adapath.errors import InputError
+from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
+from adapath.methods import _search as s
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+
+
+@dataclass
+class StructGPTConfig:
+    max_depth: int = 3
+    max_triples: int = 60  # facts read per relation (StructGPT's max_triples_per_relation for WebQSP)
+    seed: int = 42
+    # StructGPT: temperature 0, 300 new tokens
+    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=300, temperature=0.0))
+
+
+@dataclass
+class _State(s.SearchState):
+    topics: list[str] = field(default_factory=list)
+    followed: list[str] = field(default_factory=list)
+
+
+class StructGPT:
+    name = "structgpt"
+
+    def __init__(self, graph: KnowledgeGraph, llm: LLMBackend, config: StructGPTConfig | None = None):
+        self.graph, self.config = graph, config or StructGPTConfig()
+        self._call = LLMCaller(llm, self.config.params)
+
+    def answer(self, queries: list[Query]) -> list[Result]:
+        g, c = self.graph, self.config
+        usages = [Usage() for _ in queries]
+        states = []
+        for q in queries:
+            walks = s.topic_walks(g, q)
+            states.append(_State(q, walks, topics=[g.name(w.end) for w in walks]))
+            if not walks:
+                states[-1].finish("knowledge", "no-topic", 0)
+        for depth in range(1, c.max_depth + 1):
+            active = s.searching(states)
+            if not active:
+                break
+            chosen = self._pick_relations(states, active, depth, usages)
+            reading = self._extract(states, chosen, depth)
+            self._read(states, reading, depth, usages)
+        return s.final_results(g, self._call, states, usages, self.name,
+                               lambda st: {"relations_followed": st.followed})
+
+    def _pick_relations(self, states, active, depth, usages) -> dict[int, list[int]]:
+        g = self.graph
+        texts, owners, offered = [], [], []
+        for j in active:
+            st = states[j]
+            relations = sorted({r for w in st.frontier for r in s.relations_of(g, w.end)},
+                               key=lambda r: g.relation_names[r])
+            if not relations:
+                st.finish("paths", "no-relations", depth)
+                continue
+            texts.append(prompts.structgpt_relation(st.query.text, st.topics, st.followed,
+                                                    [f'"{g.relation_names[r]}"' for r in relations]))
+            owners.append(j)
+            offered.append(relations)
+        chosen = {}
+        for j, relations, reply in zip(owners, offered, self._call(texts, owners, usages)):
+            picks = s.read_names(reply, [g.relation_names[r] for r in relations])
+            if not picks:
+                states[j].finish("paths", "no-relation-picked", depth)
+                continue
+            chosen[j] = [relations[i] for i in sorted(picks)]
+            states[j].followed += [g.relation_names[r] for r in chosen[j]]
+        return chosen
+
+    def _extract(self, states, chosen, depth) -> dict[int, list[s.Walk]]:
+        g, c = self.graph, self.config
+        reading = {}
+        for j, relations in chosen.items():
+            st, walks = states[j], []
+            for relation in relations:
+                found = [w.extend(v, relation, 1.0) for w in st.frontier for v in s.neighbors_via(g, w, relation)]
+                if len(found) > c.max_triples:
+                    keep = s.seeded_sample(list(range(len(found))), c.max_triples, c.seed, st.query.id,
+                                           depth, relation)
+                    found = [found[i] for i in keep]
+                walks += found
+            if not walks:
+                st.finish("paths", "no-triples", depth)
+                continue
+            st.explored.add(depth, [w.end for w in walks])
+            st.kept += walks
+            reading[j] = walks
+        return reading
+
+    def _read(self, states, reading, depth, usages) -> None:
+        g, c = self.graph, self.config
+        owners = list(reading)
+        texts = [prompts.structgpt_read(states[j].query.text, s.last_triplets(g, reading[j]),
+                                        states[j].query.options) for j in owners]
+        for j, reply in zip(owners, self._call(texts, owners, usages)):
+            st, walks = states[j], reading[j]
+            lowered = reply.lower()
+            at_answer, at_next = lowered.find("answer:"), lowered.find("next:")
+            if at_answer >= 0 and (at_next < 0 or at_answer < at_next):
+                st.finish("reply", "answered", depth, reply)
+                continue
+            tails = s.distinct_ends(walks)
+            picks = s.read_names(reply[at_next:] if at_next >= 0 else reply, [g.name(w.end) for w in tails])
+            st.frontier = [tails[i] for i in sorted(picks)] if picks else tails
+            if depth == c.max_depth:
+                st.finish("paths", "depth-limit", depth)
+
+
+def _build(context: MethodContext) -> StructGPT:
+    p = context.params
+    config = StructGPTConfig(max_depth=p.get("max_depth", 3), max_triples=p.get("max_triples", 60),
+                             seed=p.get("seed", 42))
+    if config.max_depth < 1 or config.max_triples < 1:
+        raise InputError("--method structgpt: max_depth and max_triples must be at least 1")
+    return StructGPT(context.graph, context.llm, config)
+
+
+METHODS = [MethodSpec(
+    "structgpt", "StructGPT: iterative reading interfaces (an entity's relations, then triples through the "
+                 "chosen relation) with the LLM picking and filtering at each step",
+    "StructGPT (Jiang et al., EMNLP 2023; RUCAIBox/StructGPT)", _build, llm="required",
+    params=(Param("max_depth", 3, "most reading steps (hops)"),
+            Param("max_triples", 60, "triples read per relation per step (a seeded sample beyond)"),
+            Param("seed", 42, "seed of the triple samples")),
+)]

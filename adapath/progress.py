@@ -1,0 +1,132 @@
+"""Progress of a long loop: a rich bar on a terminal, plain periodic lines in a log.
+
+When the stream (stderr by default) is a terminal, a transient rich bar shows done/total,
+rate and time left. When it is not (nohup, Slurm, a pipe), a line such as
+
+    epoch 3: 480/800 questions (60%), 35.2 questions/s, ETA 9s
+
+is written every ``interval`` seconds, and a closing line with the total time when at
+least one such line was written (short loops stay silent; their caller reports them).
+
+    with Progress(len(items), "epoch 3", unit="questions") as bar:
+        for batch in batches:
+            ...
+            bar.advance(len(batch))       # or bar.update(done)
+
+    for item in track(items, "node text", unit="nodes"):
+        ...
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO
+
+
+def format_seconds(seconds: float) -> str:
+    """12s, 4m05s, 2h03m."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class Progress:
+    """Counts work done towards ``total`` (None: unknown) and shows it on ``stream``.
+
+    ``bar``: None picks by ``stream.isatty()``; True or False forces the rich bar or the
+    plain lines. ``quiet``: count only, show nothing (library calls that a caller runs
+    silently). ``clock`` is injectable for tests.
+    """
+
+    def __init__(self, total: int | None, label: str, unit: str = "items", *, stream: TextIO | None = None,
+                 interval: float = 5.0, bar: bool | None = None, quiet: bool = False,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total, self.label, self.unit, self.interval, self.clock = total, label, unit, interval, clock
+        self.stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self.stream, "isatty", None)
+        self.use_bar = bool(isatty and isatty()) if bar is None else bar
+        self.quiet = quiet
+        if quiet:
+            self.use_bar, self.interval = False, float("inf")
+        self.done = 0
+        self.lines = 0
+        self.start = self.clock()
+        self._next_line = self.start + self.interval
+        self._bar = self._task = None
+        if self.use_bar:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                                     console=Console(file=self.stream), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(label, total=total, rate="")
+
+    def rate(self) -> float:
+        """Units per second since the start."""
+        return self.done / max(self.clock() - self.start, 1e-9)
+
+    def line(self) -> str:
+        """The plain progress line for the current state."""
+        rate = self.rate()
+        text = f"{self.label}: {self.done}"
+        if self.total is not None:
+            text += f"/{self.total} {self.unit} ({100 * self.done / max(self.total, 1):.0f}%)"
+        else:
+            text += f" {self.unit}"
+        text += f", {rate:.1f} {self.unit}/s"
+        if self.total is not None:
+            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+            text += f", ETA {format_seconds(eta) if eta != float('inf') else '?'}"
+        return text
+
+    def update(self, done: int) -> None:
+        """Set the count of work done (for loops that know it rather than each step's size)."""
+        self.advance(done - self.done)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, rate=f"{self.rate():.1f} {self.unit}/s")
+            return
+        now = self.clock()
+        if now >= self._next_line:
+            self._write(self.line())
+            self._next_line = now + self.interval
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        elif self.lines:
+            elapsed = self.clock() - self.start
+            self._write(f"{self.label}: {self.done} {self.unit} in {format_seconds(elapsed)}, "
+                        f"{self.rate():.1f} {self.unit}/s")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+        self.lines += 1
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def track(items: Iterable, label: str, unit: str = "items", total: int | None = None, **options) -> Iterator:
+    """Yield from ``items`` while showing progress (``total`` defaults to ``len(items)``)."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)
+    with Progress(total, label, unit, **options) as bar:
+        for item in items:
+            yield item
+            bar.advance()

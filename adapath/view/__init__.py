@@ -1,0 +1,29 @@
+"""Self-contained HTML pages of what a method did (``adapath view``) and of a Path-Bank
+(``adapath bank view``): data extracted here, drawn in the browser by our own SVG code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapath.view.extract import bank_page_data, load_questions, question_page_data
+from adapath.view.page import render_page, write_page
+
+__all__ = ["bank_page_data", "load_questions", "question_page_data", "render_page",
+           "write_bank_page", "write_page", "write_question_page"]
+
+
+def write_question_page(runs: dict[str, list], items: list, graph, out: str | Path,
+                        title: str = "adapath view", settings: dict[str, dict] | None = None) -> dict:
+    """Write the question viewer for ``runs`` (method name -> ``Result`` list) over the
+    questions ``items``; returns the page's data."""
+    data = question_page_data(runs, items, graph, settings)
+    write_page(data, out, title)
+    return data
+
+
+def write_bank_page(bank: str | Path, out: str | Path, graph=None, sample: int = 40, seed: int = 0,
+                    title: str | None = None) -> dict:
+    """Write the Path-Bank viewer; returns its data."""
+    data = bank_page_data(bank, graph, sample=sample, seed=seed)
+    write_page(data, out, title or f"Path-Bank {Path(bank).name}")
+    return data

@@ -1,0 +1,207 @@
+"""CPU routes for the MiniLM node encoder: speed (texts/s) and faithfulness to the torch
+float32 model (cosine rankings of real node texts against real questions).
+
+Texts are real BioStrat-QA node texts (name + first 300 description characters, as
+``kg embed`` encodes them) from the dev records' ``node_metadata``; queries are the
+records' explicit questions. For each route and each query (encoded by that route), the nodes are ranked by cosine
+and compared with the torch float32 ranking: top-10 overlap and Spearman's rho over all
+nodes. Routes that need a package not installed are listed as skipped.
+
+    python bench/bench_encoder.py [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64] [--json FILE]
+
+Routes: torch float32 (the reference, torch's default threads; again on one thread),
+torch dynamic int8 (``quantize_dynamic`` on the
+Linear layers), ONNX Runtime float32 and dynamic int8 (the model exported here with
+``torch.onnx.export``; needs onnxruntime and onnx), OpenVINO on the same ONNX file (when
+installed), and the reference vectors stored as float16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
+
+
+def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:
+    nodes, queries = {}, []
+    with open(records, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            queries.append(record["explicit_query"])
+            for meta in record["node_metadata"]:
+                nodes.setdefault(meta["id"], f"{meta['name']} {(meta.get('description') or '')[:300]}".strip())
+    ids = sorted(nodes)
+    rng = np.random.default_rng(0)
+    picked = rng.choice(len(ids), size=min(n_texts, len(ids)), replace=False)
+    chosen = rng.choice(len(queries), size=min(n_queries, len(queries)), replace=False)
+    return [nodes[ids[i]] for i in sorted(picked)], [queries[i] for i in sorted(chosen)]
+
+
+def timed(encode, texts: list[str], rounds: int = 2) -> tuple[np.ndarray, float]:
+    encode(texts[:16])  # warm-up: allocation, graph optimisation
+    best, vectors = float("inf"), None
+    for _ in range(rounds):
+        clock = time.perf_counter()
+        vectors = encode(texts)
+        best = min(best, time.perf_counter() - clock)
+    return np.asarray(vectors, dtype=np.float32), len(texts) / best
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ra = np.argsort(np.argsort(a, axis=1), axis=1).astype(np.float64)
+    rb = np.argsort(np.argsort(b, axis=1), axis=1).astype(np.float64)
+    ra -= ra.mean(axis=1, keepdims=True)
+    rb -= rb.mean(axis=1, keepdims=True)
+    return (ra * rb).sum(axis=1) / np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum(axis=1))
+
+
+def agreement(ref_scores: np.ndarray, scores: np.ndarray, k: int = 10) -> tuple[float, float]:
+    top_ref = np.argsort(-ref_scores, axis=1)[:, :k]
+    top = np.argsort(-scores, axis=1)[:, :k]
+    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top_ref, top)])
+    return float(overlap), float(spearman_rows(ref_scores, scores).mean())
+
+
+def onnx_routes(model, batch: int, workdir: Path):
+    """Export the transformer to ONNX (float32 and dynamic int8) and wrap each in an encode
+    function with the model's own tokenizer, mean pooling and normalization."""
+    import onnxruntime as ort
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    transformer = model[0]
+    auto_model, tokenizer = transformer.model, transformer.tokenizer
+    sample = tokenizer(["a sample text", "another one"], padding=True, return_tensors="pt")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
+    fp32 = workdir / "model.onnx"
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    torch.onnx.export(Wrapped(auto_model).eval(), tuple(sample[n] for n in names), str(fp32),
+                      input_names=names, output_names=["hidden"], opset_version=17, dynamo=False,
+                      dynamic_axes={**{n: {0: "batch", 1: "seq"} for n in names},
+                                    "hidden": {0: "batch", 1: "seq"}})
+    int8 = workdir / "model-int8.onnx"
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    max_len = transformer.max_seq_length
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+
+    def make(path, runtime="onnxruntime"):
+        if runtime == "openvino":
+            import openvino
+
+            compiled = openvino.Core().compile_model(str(path), "CPU")
+
+            def run(feed):
+                return compiled(feed)[0]
+        else:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+            def run(feed):
+                return session.run(None, feed)[0]
+
+        def encode(texts):
+            out = []
+            order = np.argsort([-len(t) for t in texts])
+            for lo in range(0, len(texts), batch):
+                part = [texts[i] for i in order[lo:lo + batch]]
+                tok = tokenizer(part, padding=True, truncation=True, max_length=max_len, return_tensors="np")
+                hidden = run({n: tok[n].astype(np.int64) for n in names})
+                mask = tok["attention_mask"][..., None].astype(np.float32)
+                pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+                out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
+            vectors = np.concatenate(out)
+            result = np.empty_like(vectors)
+            result[order] = vectors
+            return result
+        return encode
+
+    routes = {"onnxruntime float32": make(fp32), "onnxruntime int8 (dynamic)": make(int8)}
+    try:
+        routes["openvino float32 (from the ONNX)"] = make(fp32, "openvino")
+    except ImportError:
+        pass
+    return routes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records).")
+    parser.add_argument("--texts", type=int, default=600, help="Real node texts to encode and rank.")
+    parser.add_argument("--queries", type=int, default=100, help="Real questions ranking the texts.")
+    parser.add_argument("--batch", type=int, default=64, help="Encoder batch size.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON here.")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from adapath.retrieval.dense import minilm_path
+
+    texts, queries = real_texts(args.records, args.texts, args.queries)
+    model = SentenceTransformer(minilm_path(), device="cpu")
+
+    def st_encode(m):
+        return lambda t: m.encode(t, batch_size=args.batch, normalize_embeddings=True,
+                                  convert_to_numpy=True, show_progress_bar=False)
+
+    ref, ref_rate = timed(st_encode(model), texts)
+    query_vectors = st_encode(model)(queries)
+    ref_scores = query_vectors @ ref.T
+    rows = [("torch float32 (reference)", ref_rate, ref, query_vectors, "")]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    vectors, rate = timed(st_encode(model), texts)
+    rows.append(("torch float32, 1 thread", rate, vectors, query_vectors, ""))
+    torch.set_num_threads(threads)
+    quantized = SentenceTransformer(minilm_path(), device="cpu")
+    quantized[0].model = torch.ao.quantization.quantize_dynamic(quantized[0].model, {torch.nn.Linear},
+                                                               dtype=torch.qint8)
+    vectors, rate = timed(st_encode(quantized), texts)
+    rows.append(("torch int8 (quantize_dynamic)", rate, vectors, st_encode(quantized)(queries), ""))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, encode in onnx_routes(model, args.batch, Path(tmp)).items():
+                vectors, rate = timed(encode, texts)
+                rows.append((name, rate, vectors, encode(queries), ""))
+    except ImportError as exc:
+        rows.append(("onnxruntime", None, None, None, f"skipped: {exc.name or exc} not installed"))
+    rows.append(("torch float32 stored as float16", ref_rate, ref.astype(np.float16).astype(np.float32),
+                 query_vectors, ""))
+
+    print(f"bench_encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real questions, "
+          f"batch {args.batch}, {torch.get_num_threads()} threads")
+    print(f"{'route':<34}{'texts/s':>9}{'x ref':>7}{'top-10 overlap':>16}{'Spearman':>10}{'min cos':>9}")
+    table = []
+    for name, rate, vectors, route_queries, note in rows:
+        if vectors is None:
+            print(f"{name:<34}{note}")
+            table.append({"route": name, "note": note})
+            continue
+        overlap, rho = agreement(ref_scores, np.asarray(route_queries, dtype=np.float32) @ vectors.T)
+        min_cos = float(np.min(np.sum(ref * vectors, axis=1)))
+        print(f"{name:<34}{rate:>9.1f}{rate / ref_rate:>7.2f}{overlap:>16.3f}{rho:>10.4f}{min_cos:>9.4f}")
+        table.append({"route": name, "texts_per_s": rate, "top10_overlap": overlap, "spearman": rho,
+                      "min_cosine_to_reference": min_cos})
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=2))
+
+
+if __name__ == "__main__":
+    main()

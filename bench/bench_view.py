@@ -1,0 +1,159 @@
+"""How fast the HTML viewer opens with many questions, in headless Chromium.
+
+On a generated graph: generate N questions, make two methods' results for all three levels
+(paths of the question's hop count, explored entities, meta-paths), write the page, then
+open it in headless Chromium several times and time, inside the page: reading the file
+(response end), DOMContentLoaded, parsing the embedded JSON, the list's first render (page
+ready), drawing one question's detail, applying a filter and a text search.
+
+    python bench/bench_view.py [--sizes 300,1000,3000] [--rounds 3] [--scale 0.05]
+    python bench/bench_view.py --page demo/report/view.html --screenshot docs/view.png [--select ID|LEVEL]
+
+The second form only takes a screenshot of an existing page (the README's picture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
+    """Two methods' results: the gold path among random walks of the same length."""
+    from adapath.datasets.biostrat import LEVELS, gold_metapath
+    from adapath.methods.base import Result
+
+    rng = np.random.default_rng(seed)
+    runs = {"adapath": [], "baseline": []}
+    for method, skill in (("adapath", 0.6), ("baseline", 0.35)):
+        for record in records:
+            hops = int(record["num_hops"])
+            gold = [int(v) for v in record["path_node_ids"]][: hops + 1]
+            gold_index = graph.index_of(gold)
+            for level in LEVELS:
+                paths = [[[gold[k], record["triplets"][k][1], gold[k + 1]] for k in range(hops)]]
+                explored = {str(d): set() for d in range(1, hops + 1)}
+                for _ in range(4):
+                    walk, steps = [int(gold_index[0])], []
+                    for _ in range(hops):
+                        nbrs, rels = graph.neighbors(walk[-1])
+                        if len(nbrs) == 0:
+                            break
+                        pick = int(rng.integers(len(nbrs)))
+                        steps.append([int(graph.node_id[walk[-1]]), graph.relation_names[int(rels[pick])],
+                                      int(graph.node_id[nbrs[pick]])])
+                        walk.append(int(nbrs[pick]))
+                    if steps:
+                        paths.append(steps)
+                    for d, v in enumerate(walk[1:], start=1):
+                        explored[str(d)].add(int(graph.node_id[v]))
+                for d in explored:
+                    explored[d] = sorted(explored[d] | {gold[int(d)]})
+                right = rng.random() < skill
+                answer = record["answer_entity"]["name"] if right else graph.name(int(rng.integers(graph.num_nodes)))
+                runs[method].append(Result.from_json({
+                    "id": str(record["data_id"]), "level": level, "answer": answer, "raw": "",
+                    "paths": paths, "explored": explored,
+                    "metapaths": [{"metapath": gold_metapath(record), "score": 1.0}],
+                    "usage": {"calls": 2, "prompt_tokens": 900, "completion_tokens": 12, "seconds": 0.8},
+                }))
+    return runs
+
+
+TIMING_JS = """(() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const clickRow = () => { const rows = document.querySelectorAll('.row'); rows[Math.min(5, rows.length - 1)].click(); };
+  let t = performance.now(); clickRow(); const detail = performance.now() - t;
+  const level = document.getElementById('f-level');
+  t = performance.now(); level.value = 'implicit'; level.dispatchEvent(new Event('change'));
+  const filter = performance.now() - t;
+  level.value = ''; level.dispatchEvent(new Event('change'));
+  const q = document.getElementById('f-q');
+  t = performance.now(); q.value = 'which'; q.dispatchEvent(new Event('input'));
+  const search = performance.now() - t;
+  return {file: nav.responseEnd, dcl: nav.domContentLoadedEventEnd, parse: VIEW.timings.parse,
+          ready: window.viewReadyAt, detail, filter, search,
+          rows: Number(document.getElementById('count').dataset.count)};
+})()"""
+
+
+def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
+    from adapath.datasets.biostrat import records_query_set
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.synthetic import generate
+    from adapath.view import write_question_page
+    from adapath.view.headless import Browser
+
+    graph = generate(scale=scale, seed=seed)
+    records = QueryGenerator(graph).generate(max(sizes), seed=seed + 1, hops=(1, 2, 3))
+    runs = fake_results(graph, records, seed + 2)
+    columns = ["questions", "answers", "HTML MB", "write s", "file ms", "DOMContentLoaded ms",
+               "JSON.parse ms", "list ready ms", "detail ms", "filter ms", "search ms"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "|".join("---:" for _ in columns) + "|")
+    with tempfile.TemporaryDirectory() as tmp, Browser(width=1400, height=900) as browser:
+        for n in sizes:
+            ids = {str(r["data_id"]) for r in records[:n]}
+            subset = {m: [x for x in lines if x.id in ids] for m, lines in runs.items()}
+            out = Path(tmp) / f"view-{n}.html"
+            start = time.perf_counter()
+            write_question_page(subset, records_query_set(records[:n]).items, graph, out)
+            write_s = time.perf_counter() - start
+            samples = []
+            for _ in range(rounds):
+                browser.open(out.as_uri())
+                samples.append(browser.evaluate(TIMING_JS))
+            if browser.errors():
+                sys.exit(f"page errors: {browser.errors()}")
+            med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+            answers = sum(len(v) for v in subset.values())
+            print(f"| {n:,} | {answers:,} | {out.stat().st_size / 1e6:.1f} | {write_s:.2f} | {med['file']:.0f} | "
+                  f"{med['dcl']:.0f} | {med['parse']:.0f} | {med['ready']:.0f} | {med['detail']:.1f} | "
+                  f"{med['filter']:.1f} | {med['search']:.1f} |")
+
+
+def screenshot(page: Path, out: Path, select: str | None, width: int, height: int) -> None:
+    from adapath.view.headless import Browser
+
+    with Browser(width=width, height=height) as browser:
+        url = page.resolve().as_uri() + (f"#sel={select.replace('|', '%7C')}" if select else "")
+        browser.open(url)
+        if browser.errors() or browser.requests() != [page.resolve().as_uri()]:
+            sys.exit(f"page errors {browser.errors()} or requests {browser.requests()}")
+        browser.screenshot(out)
+    # 256 colours lose nothing visible on a page of flat colours and take a third of the bytes
+    from PIL import Image  # Pillow comes with matplotlib
+
+    Image.open(out).convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT,
+                                            dither=Image.Dither.NONE).save(out, optimize=True)
+    print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3, help="page loads per size (median shown)")
+    parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
+    parser.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
+    parser.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
+    parser.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
+    args = parser.parse_args()
+    if args.page:
+        if not args.screenshot:
+            parser.error("--page needs --screenshot")
+        width, height = (int(v) for v in args.size.split("x"))
+        screenshot(args.page, args.screenshot, args.select, width, height)
+        return
+    bench([int(s) for s in args.sizes.split(",")], args.rounds, args.scale, args.seed)
+
+
+if __name__ == "__main__":
+    main()

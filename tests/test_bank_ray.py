@@ -1,0 +1,157 @@
+"""Path-Bank builds on a local Ray cluster (2 CPUs, loopback only) against the local build:
+any worker count, a worker killed mid-task, a driver killed and rerun, a bad address.
+
+One cluster serves the module; the graph and query set are tiny so that the time goes to
+what is tested (worker start-up dominates)."""
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from adapath.bank.build import BankConfig, build_bank
+from adapath.bank.executors.local import LocalExecutor
+from adapath.datasets.biostrat import training_queries
+from adapath.datasets.generate import QueryGenerator
+from adapath.engine.graph import KnowledgeGraph
+from adapath.engine.synthetic import generate
+
+ray = pytest.importorskip("ray")
+
+TASK_TITLE = "ray::run_bank_batch"  # Ray titles a worker process after the task it runs
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             object_store_memory=96 * 2**20, logging_level=logging.ERROR, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """A tiny graph, 24 training queries and their bank built locally (the reference)."""
+    root = tmp_path_factory.mktemp("bank_ray")
+    generate(scale=0.01, seed=5).save(root / "kg")
+    graph = KnowledgeGraph.load(root / "kg")
+    records = QueryGenerator(graph).generate(24, seed=4)
+    (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    queries = training_queries(records)
+    build_bank(graph, queries, root / "local", BankConfig(batch=5), LocalExecutor(threads=1),
+               graph_dir=root / "kg")
+    return root, graph, queries
+
+
+def same_bank(a, b):
+    for name in ("paths.parquet", "queries.parquet"):
+        assert pq.read_table(a / name).equals(pq.read_table(b / name)), name
+    manifest = json.loads((a / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["queries_done"] == manifest["queries_total"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ray_build_equals_local_build(cluster, job, tmp_path, workers):
+    from adapath.bank.executors.ray import RayExecutor
+
+    root, graph, queries = job
+    executor = RayExecutor(workers=workers)
+    try:
+        build_bank(graph, queries, tmp_path / "bank", BankConfig(batch=3), executor, graph_dir=root / "kg")
+    finally:
+        executor.close()
+    assert ray.is_initialized()  # a cluster it did not start is left alone
+    assert executor.slots == workers
+    assert len(list((tmp_path / "bank" / "parts").glob("part-*.parquet"))) == 8
+    same_bank(tmp_path / "bank", root / "local")
+
+
+def running_task_workers():
+    """Worker processes of this test's cluster that are inside a bank task right now."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.cmdline()[:1] == [TASK_TITLE]:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_worker_killed_mid_task_is_retried(cluster, job, tmp_path):
+    from adapath.bank.executors.ray import RayExecutor
+
+    root, graph, queries = job
+    executor = RayExecutor(workers=2)
+    failure = []
+
+    def build():
+        try:
+            build_bank(graph, queries, tmp_path / "bank", BankConfig(batch=1), executor, graph_dir=root / "kg")
+        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    killed = None
+    deadline = time.time() + 120
+    while killed is None and thread.is_alive() and time.time() < deadline:
+        workers = running_task_workers()
+        if workers:
+            killed = workers[0].pid
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.005)
+    thread.join(timeout=300)
+    executor.close()
+    assert killed is not None, "no bank task was caught running"
+    assert not failure, failure
+    same_bank(tmp_path / "bank", root / "local")
+
+
+def test_driver_killed_then_rerun_resumes_to_the_same_bank(cluster, job, tmp_path):
+    root, _, _ = job
+    args = [sys.executable, "-m", "adapath.cli", "bank", "build", "--kg", str(root / "kg"),
+            "--queries", f"biostrat:{root / 'train.jsonl'}", "--out", str(tmp_path / "bank"),
+            "--batch", "1", "--executor", "ray", "--ray-address", cluster, "--workers", "2"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    parts = tmp_path / "bank" / "parts"
+    deadline = time.time() + 180
+    while time.time() < deadline and proc.poll() is None and len(list(parts.glob("part-*.parquet"))) < 3:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "bank" / "paths.parquet").exists(), "the driver finished before it was killed"
+    before = len(list(parts.glob("part-*.parquet")))
+    assert 0 < before < 24
+    rerun = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    same_bank(tmp_path / "bank", root / "local")
+    assert len(list(parts.glob("part-*.parquet"))) == 24
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("address", [f"127.0.0.1:{free_port()}", "not-an-address"])
+def test_bad_ray_address_is_one_line_and_exit_2(job, tmp_path, address):
+    root, _, _ = job
+    args = [sys.executable, "-m", "adapath.cli", "bank", "build", "--kg", str(root / "kg"),
+            "--queries", f"biostrat:{root / 'train.jsonl'}", "--out", str(tmp_path / "bank"),
+            "--executor", "ray", "--ray-address", address]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--ray-address" in lines[0] and address in lines[0], proc.stderr
+    assert not (tmp_path / "bank").exists()

@@ -1,0 +1,89 @@
+"""Progress in logs: plain lines at the interval with done/total, rate and ETA (fake clock)."""
+
+import io
+
+from adapath.progress import Progress, format_seconds, track
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_plain_lines_at_the_interval_with_rate_and_eta():
+    clock, stream = FakeClock(), io.StringIO()  # StringIO is not a terminal: plain lines
+    with Progress(200, "epoch 1", unit="questions", stream=stream, interval=5.0, clock=clock) as bar:
+        for _ in range(4):  # 2 s per 20 questions: no line before 5 s
+            clock.now += 2.0
+            bar.advance(20)
+            if clock.now - 100.0 < 5.0:
+                assert stream.getvalue() == ""
+        # at 8 s: 80 done, the first line came at 6 s (60 done, 10 questions/s, 140 left -> 14 s)
+        lines = stream.getvalue().splitlines()
+        assert lines == ["epoch 1: 60/200 questions (30%), 10.0 questions/s, ETA 14s"]
+        clock.now += 3.0  # 11 s: 5 s after the last line -> a new one
+        bar.advance(30)  # 110 done, 10 questions/s, 90 left
+        assert stream.getvalue().splitlines()[-1] == "epoch 1: 110/200 questions (55%), 10.0 questions/s, ETA 9s"
+        clock.now += 1.0  # 12 s: within the interval -> nothing
+        bar.advance(10)
+        assert len(stream.getvalue().splitlines()) == 2
+        clock.now += 8.0  # 20 s, all done
+        bar.advance(80)
+    lines = stream.getvalue().splitlines()
+    assert lines[2] == "epoch 1: 200/200 questions (100%), 10.0 questions/s, ETA 0s"
+    assert lines[3] == "epoch 1: 200 questions in 20s, 10.0 questions/s"  # closing line after periodic ones
+    assert len(lines) == 4
+
+
+def test_short_runs_stay_silent_and_track_counts_items():
+    clock, stream = FakeClock(), io.StringIO()
+    seen = []
+    for item in track(range(7), "node text", unit="nodes", stream=stream, interval=5.0, clock=clock):
+        seen.append(item)
+        clock.now += 0.5
+    assert seen == list(range(7)) and stream.getvalue() == ""
+    clock2, stream2 = FakeClock(), io.StringIO()
+    for _ in track(iter(range(3)), "walk", stream=stream2, interval=1.0, clock=clock2):
+        clock2.now += 2.0
+    # unknown total (an iterator): no percentage, no ETA
+    assert stream2.getvalue().splitlines()[0] == "walk: 1 items, 0.5 items/s"
+
+
+def test_terminal_gets_a_bar_not_lines():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    with Progress(10, "answer", stream=stream, interval=0.0) as bar:
+        assert bar.use_bar
+        bar.advance(10)
+    assert "answer: " not in stream.getvalue()  # no plain lines on a terminal
+
+
+def test_format_seconds():
+    assert [format_seconds(s) for s in (0, 9.6, 65, 3599, 7380)] == ["0s", "10s", "1m05s", "59m59s", "2h03m"]
+
+
+def test_quiet_counts_without_output():
+    clock, stream = FakeClock(), io.StringIO()
+    with Progress(5, "x", stream=stream, interval=1.0, quiet=True, clock=clock) as bar:
+        for _ in range(5):
+            clock.now += 10.0
+            bar.advance()
+    assert bar.done == 5 and stream.getvalue() == ""
+
+
+def test_update_sets_the_count():
+    clock, stream = FakeClock(), io.StringIO()
+    with Progress(40, "answer", unit="q", stream=stream, interval=5.0, clock=clock) as bar:
+        clock.now += 5.0
+        bar.update(10)
+        clock.now += 5.0
+        bar.update(30)
+    assert stream.getvalue().splitlines() == ["answer: 10/40 q (25%), 2.0 q/s, ETA 15s",
+                                              "answer: 30/40 q (75%), 3.0 q/s, ETA 3s",
+                                              "answer: 30 q in 10s, 3.0 q/s"]
