@@ -1,80 +1,307 @@
-"""End to end on real BioStrat-QA records: plant them in a generated graph, build a Path-Bank
-on a training share, answer the rest at all three levels, and print the evaluation tables
-(Tables 2, 4, 11 and the control-signal accuracy of Table 24).
+"""AdaPath on real BioStrat-QA records: a bank half and a test half of the dev records, every
+record planted in a generated graph, each scorer answering the test half at all three levels.
 
-    python bench/bench_real_records.py [--scale 0.1] [--train-share 0.67] [--encoder hashing]
-        [--llm none] [--out DIR]
+    python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
+        [--scale 1.0] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--limit N] [--json FILE]
+
+The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
+splits the bank half again, for tuning without looking at the test half). Every record is
+planted (``generate(scale, seed=0, evidence=[records])``); the Path-Bank is built on the bank
+half only; the test half's questions are answered with ``--llm none`` and scored. Inference
+reads only a question, its level and its topic ids.
+
+Variants (``--param`` settings of ``adapath answer --method adapath``):
+
+- ``before``: the method as it was (beam, retrieval against the bank's explicit texts, no
+  meta-path share, no shorter paths, first topic only);
+- ``beam``: the paper's beam with this change's fixes (level-matched retrieval, share, shorter
+  paths, both topics);
+- ``walk``: every walk along the surviving meta-paths (the default without an LLM);
+- ``free``: w/o meta-path (free BFS with the beam).
+
+Printed per variant: EM by level x hop, depth-wise triplet recall and hit rate, meta-path R@k
+of the surviving list and of the ranked list before filtering, control-signal vote accuracy,
+and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice).
+Everything lands in ``--work`` (graph, bank, node embeddings, answers, reports) so a rerun only
+does what is missing; answers resume per batch.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import tempfile
+import sys
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+# ../shared beside the checkout (a worktree under wt/ looks one folder further up)
+DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
+                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
+                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
+LEVELS = ("explicit", "implicit", "bare")
+VARIANTS = {
+    "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
+               "junction": False, "pool": "all", "type_model": False, "control": "filter"},
+    "beam": {"scorer": "beam"},
+    "walk": {"scorer": "walk"},
+    "free": {"scorer": "beam", "metapath": False},
+}
+PAPER = {  # AdaPath + Llama-3.1-70B, EM %, Table 2
+    "explicit": {1: 87.9, 2: 61.3, 3: 62.2}, "implicit": {1: 83.1, 2: 62.5, 3: 53.9},
+    "bare": {1: 69.8, 2: 50.5, 3: 44.2}}
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dict]]:
+    """(bank, test): halves by a fixed seed; ``inner`` halves the bank half again."""
+    order = np.random.default_rng(0).permutation(len(records))
+    half = len(records) // 2
+    bank = [records[i] for i in sorted(order[:half])]
+    test = [records[i] for i in sorted(order[half:])]
+    if split == "inner":
+        inner = np.random.default_rng(1).permutation(len(bank))
+        quarter = len(bank) // 2
+        bank, test = [bank[i] for i in sorted(inner[:quarter])], [bank[i] for i in sorted(inner[quarter:])]
+    assert not {r["data_id"] for r in bank} & {r["data_id"] for r in test}
+    return bank, test
+
+
+def prepare_graph(work: Path, records_path: Path, scale: float):
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.synthetic import generate
+
+    recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
+                                                                   digest_size=12).hexdigest()}
+    stamp = work / "kg.recipe.json"
+    if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
+        return KnowledgeGraph.load(work / "kg")
+    say(f"generating the graph (scale {scale}, every record planted)")
+    generate(scale=scale, seed=0, evidence=[records_path]).save(work / "kg", overwrite=True)
+    stamp.write_text(json.dumps(recipe))
+    return KnowledgeGraph.load(work / "kg")
+
+
+def prepare_bank(work: Path, graph, bank_records: list[dict], split: str) -> Path:
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import training_queries
+
+    out = work / f"bank-{split}"
+    manifest = BankStore(out).read_manifest()
+    if manifest is not None and manifest.get("complete"):
+        return out
+    say(f"building the Path-Bank of {len(bank_records)} records")
+    clock = time.perf_counter()
+    build_bank(graph, training_queries(bank_records), out, BankConfig(), graph_dir=work / "kg",
+               on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
+    say(f"  bank built in {time.perf_counter() - clock:.0f} s")
+    return out
+
+
+def prepare_embeddings(work: Path, graph, encoder) -> None:
+    """Every node's text embedding in the graph's node store (what `adapath kg embed` writes),
+    resumable; on a CPU, MiniLM over 129k nodes takes a while, once."""
+    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.retrieval.node_store import (
+        DEFAULT_DTYPE,
+        HEADER,
+        embed_all,
+        expected_header,
+        store_name,
+    )
+
+    places = GraphCache(work / "kg", graph.checksum(), None)
+    name = store_name(encoder.name)
+    path = places.find(name, HEADER) or places.writable(name)
+    say(f"node embeddings in {path}")
+    embed_all(graph, encoder, path, expected_header(graph, encoder.name), DEFAULT_DTYPE,
+              on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
+
+
+def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
+                   levels: list[str], batch: int, encoder) -> list:
+    from adapath.datasets.biostrat import query_from_record
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+    from adapath.methods.run import load_results, run_queries
+
+    spec = get_method("adapath")
+    params = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v)
+                                  for k, v in VARIANTS[name].items()})
+    context = MethodContext(graph, graph_dir=work / "kg", encoder_spec=encoder_spec, bank=bank, params=params,
+                            _encoder=encoder)
+    queries = [query_from_record(r, level) for level in levels for r in test]
+    out = work / "answers" / split / f"{name}.jsonl"
+    settings = {"variant": name, "params": params, "encoder": encoder_spec, "bank": str(bank),
+                "graph": graph.checksum(), "queries": len(queries)}
+    clock = time.perf_counter()
+    summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=batch,
+                          on_batch=lambda done, total: say(f"  {name}: {done}/{total}"))
+    if summary.new:
+        say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s "
+            f"({1000 * (time.perf_counter() - clock) / summary.new:.0f} ms/query)")
+    wanted = {(q.id, q.level) for q in queries}
+    return [r for r in load_results(out) if (r.id, r.level) in wanted]
+
+
+# ---------------------------------------------------------------------------- extra metrics
+def ranked_recall(results, items) -> dict:
+    """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""
+    from adapath.eval.metrics import mean_reciprocal_rank, metapath_ranks, recall_at_k
+
+    out = {}
+    for level in LEVELS:
+        ranks = [metapath_ranks([m["metapath"] for m in r.extra.get("ranked_metapaths", [])],
+                                items[r.id].gold.metapath) for r in results if r.level == level]
+        if ranks:
+            out[level] = {**{f"R@{k}": round(100 * recall_at_k(ranks, k), 1) for k in (1, 3, 5)},
+                          "MRR": round(mean_reciprocal_rank(ranks), 3)}
+    return out
+
+
+def failures(results, items, graph) -> dict:
+    """Each wrong answer once, by the first thing that went wrong.
+
+    - ``not retrieved``: the gold meta-path is not in the ranked list at all;
+    - ``filtered: type`` / ``filtered: hops`` / ``filtered: other``: ranked but not surviving,
+      because the control signals' answer type (else hop count) was wrong, else the cap;
+    - ``wrong entities``: the gold meta-path survived but no path ends at a valid answer;
+    - ``answer choice``: a path ends at a valid answer, another end was chosen.
+    """
+    from adapath.eval.metrics import em_strict
+    from adapath.eval.report import gold_answer_names
+
+    out: dict[str, Counter] = defaultdict(Counter)
+    for r in results:
+        gold = items[r.id].gold
+        names = gold_answer_names(gold, graph)
+        if em_strict(r.answer, names):
+            out[r.level]["correct"] += 1
+            continue
+        ranked = [m["metapath"] for m in r.extra.get("ranked_metapaths", [])]
+        surviving = [m["metapath"] for m in r.metapaths]
+        ends = {graph.name(graph.index_of([p[-1][2]])[0]) for p in r.paths if p}
+        if any(em_strict(e, names) for e in ends):
+            kind = "answer choice"
+        elif gold.metapath in surviving:
+            kind = "wrong entities"
+        elif gold.metapath not in ranked:
+            kind = "not retrieved"
+        elif r.control.get("answer_type") != gold.answer_type:
+            kind = "filtered: type"
+        elif r.control.get("hops") != gold.hops:
+            kind = "filtered: hops"
+        else:
+            kind = "filtered: other"
+        out[r.level][kind] += 1
+    return out
+
+
+def print_tables(reports: dict, extras: dict, fails: dict) -> None:
+    names = list(reports)
+    print("\nExact match (strict), % — level x hop; paper row: AdaPath + Llama-3.1-70B\n")
+    print("| level | hop | " + " | ".join(names) + " | paper |")
+    print("|---|---|" + "---|" * (len(names) + 1))
+    for level in LEVELS:
+        for hop in (1, 2, 3):
+            cells = [f"{reports[n]['cells'].get(level, {}).get(f'hop{hop}_strict', float('nan')):.1f}" for n in names]
+            print(f"| {level} | {hop} | " + " | ".join(cells) + f" | {PAPER[level][hop]} |")
+        cells = [f"{reports[n]['cells'].get(level, {}).get('overall_strict', float('nan')):.1f}" for n in names]
+        print(f"| {level} | all | " + " | ".join(cells) + " | |")
+    print("| all | all | " + " | ".join(f"{reports[n]['em_strict']:.1f}" for n in names) + " | 65.5 |")
+    print("\nExact match (lenient), % overall: " + ", ".join(f"{n} {reports[n]['em_lenient']:.1f}" for n in names))
+    for key, title in (("recall_by_level_depth", "Triplet recall"), ("hit_rate_by_level_depth", "Hit rate")):
+        print(f"\n{title}, % — level x depth\n")
+        print("| level | depth | " + " | ".join(names) + " |")
+        print("|---|---|" + "---|" * len(names))
+        for level in LEVELS:
+            for depth in ("1", "2", "3"):
+                cells = [reports[n].get(key, {}).get(level, {}).get(depth) for n in names]
+                print(f"| {level} | {depth} | " + " | ".join("-" if c is None else f"{c:.1f}" for c in cells) + " |")
+    print("\nMeta-paths: R@1/R@3/R@5 of the surviving list (eval's Table 11), then of the ranked list "
+          "before filtering per level; control-signal vote accuracy (answer type / hops)\n")
+    print("| variant | surviving R@1/3/5 | level | ranked R@1/3/5, MRR | vote type / hops |")
+    print("|---|---|---|---|---|")
+    for n in names:
+        m = reports[n]
+        for level in LEVELS:
+            rk = extras[n]["ranked"].get(level)
+            acc = m.get("control_accuracy", {}).get(level, {})
+            print(f"| {n} | {m['metapath_r1']:.1f}/{m['metapath_r3']:.1f}/{m['metapath_r5']:.1f} | {level} | "
+                  + (f"{rk['R@1']}/{rk['R@3']}/{rk['R@5']}, {rk['MRR']}" if rk else "-")
+                  + f" | {acc.get('answer_type', 0):.1f} / {acc.get('hops', 0):.1f} |")
+    kinds = ["correct", "answer choice", "wrong entities", "not retrieved", "filtered: type", "filtered: hops",
+             "filtered: other"]
+    print("\nFailures by first cause (count of level x record)\n")
+    print("| variant | level | " + " | ".join(kinds) + " |")
+    print("|---|---|" + "---|" * len(kinds))
+    for n in names:
+        for level in LEVELS:
+            print(f"| {n} | {level} | " + " | ".join(str(fails[n][level].get(k, 0)) for k in kinds) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS)
-    parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument("--train-share", type=float, default=0.67)
-    parser.add_argument("--encoder", default="hashing")
-    parser.add_argument("--llm", default="none")
-    parser.add_argument("--limit", type=int, default=0, help="test questions per level (0 = all)")
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
+                        help="keeps the graph, bank, node embeddings, answers and reports between runs")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--variants", default="before,beam,walk,free")
+    parser.add_argument("--levels", default=",".join(LEVELS))
+    parser.add_argument("--split", choices=("test", "inner"), default="test",
+                        help="test: bank half vs test half; inner: the bank half split again (tuning)")
+    parser.add_argument("--limit", type=int, default=0, help="test records, evenly spaced (0 = all)")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--json", type=Path, default=None, help="also write every table's numbers here")
     args = parser.parse_args()
+    if not args.records.is_file():
+        parser.error(f"{args.records}: no such file (pass --records)")
+    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
 
-    from adapath.bank.build import BankConfig, build_bank
-    from adapath.bank.index import BankIndex
-    from adapath.datasets.biostrat import query_from_record, records_query_set, training_queries
-    from adapath.engine.synthetic import generate
-    from adapath.eval.report import table2, table4, table11, table24, write_report
-    from adapath.llm import make_backend
-    from adapath.methods.adapath import AdaPath
+    from adapath.datasets.biostrat import load_records, records_query_set
+    from adapath.eval.report import record_scores, write_report
     from adapath.retrieval.dense import make_encoder
 
-    work = args.out or Path(tempfile.mkdtemp(prefix="bench_real_"))
-    records = [json.loads(x) for x in open(args.records)]
-    rng = np.random.default_rng(0)
-    order = rng.permutation(len(records))
-    cut = int(len(records) * args.train_share)
-    train = [records[i] for i in sorted(order[:cut])]
-    test = [records[i] for i in sorted(order[cut:])]
-    if args.limit:
-        test = test[: args.limit]
-    clock = time.perf_counter()
-    graph = generate(scale=args.scale, seed=0, evidence=[args.records])
-    graph.save(work / "kg", overwrite=True)
-    build_bank(graph, training_queries(train), work / "bank", BankConfig(), graph_dir=work / "kg")
-    bank_seconds = time.perf_counter() - clock
+    work = args.work / f"scale-{args.scale:g}"
+    work.mkdir(parents=True, exist_ok=True)
+    records = load_records(args.records)
+    bank_records, test = split_records(records, args.split)
+    if args.limit:  # evenly spaced, so every template group keeps its share
+        test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    graph = prepare_graph(work, args.records, args.scale)
+    bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder)
-    pipeline = AdaPath(graph, BankIndex(work / "bank", encoder), encoder, make_backend(args.llm),
-                       graph_dir=work / "kg")
-    results = []
-    clock = time.perf_counter()
-    for level in ("explicit", "implicit", "bare"):
-        queries = [query_from_record(r, level) for r in test]
-        for lo in range(0, len(queries), 16):
-            results += pipeline.answer(queries[lo:lo + 16])
-    answer_seconds = time.perf_counter() - clock
-    with open(work / "answers.jsonl", "w") as handle:
-        handle.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
-    metrics = write_report(results, records_query_set(test), graph, work / "report")
-    print(f"real BioStrat-QA records: {len(train)} in the bank, {len(test)} test x 3 levels; graph scale "
-          f"{args.scale} ({graph.num_nodes:,} nodes); encoder {encoder.name}; LLM {args.llm}")
-    print(f"bank {bank_seconds:.1f} s; answering {1000 * answer_seconds / len(results):.1f} ms/query; "
-          f"report in {work / 'report'}\n")
-    print(table2(metrics, "strict"))
-    print(table2(metrics, "lenient"))
-    print(table4(metrics))
-    print(table11(metrics))
-    print(table24(metrics))
+    prepare_embeddings(work, graph, encoder)
+    query_set = records_query_set(test)
+    items = query_set.by_id()
+    levels = args.levels.split(",")
+    reports, extras, fails = {}, {}, {}
+    for name in args.variants.split(","):
+        results = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels, args.batch, encoder)
+        reports[name] = write_report(results, query_set, graph, work / "reports" / args.split / name)
+        record_scores(results, items, graph)
+        extras[name] = {"ranked": ranked_recall(results, items)}
+        fails[name] = failures(results, items, graph)
+    print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
+          f"({args.split} split); graph scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+          f"encoder {encoder.name}; no LLM")
+    print_tables(reports, extras, fails)
+    if args.json:
+        args.json.write_text(json.dumps({"reports": reports, "extras": extras,
+                                         "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
+                                        indent=2))
 
 
 if __name__ == "__main__":

@@ -92,13 +92,14 @@ def test_eq6_hand_worked(tmp_path):
     assert (answer_type, hops) == ("disease", 1)
 
 
-def test_guided_paths_follow_surviving_metapaths(setup):
+@pytest.mark.parametrize("scorer", ["beam", "walk"])
+def test_guided_paths_follow_surviving_metapaths(setup, scorer):
     root, graph, bank, encoder, test = setup
-    results = AdaPath(graph, bank, encoder, None, graph_dir=root / "kg").answer(
+    results = AdaPath(graph, bank, encoder, None, AdaPathConfig(scorer=scorer), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test])
     results = [r.to_json() for r in results]
     guided = 0
-    for result in results:
+    for result, record in zip(results, test):
         if result["fallback"]:
             continue
         guided += 1
@@ -106,11 +107,21 @@ def test_guided_paths_follow_surviving_metapaths(setup):
         assert result["control"]["answer_type"] is not None
         for mp in allowed:
             assert mp.types[-1] == result["control"]["answer_type"] and mp.hops == result["control"]["hops"]
+        topics = [int(t) for t in record["topic_entities"]]
+        assert result["paths"] and result["answer"] == graph.name(graph.index_of([result["paths"][0][-1][2]])[0])
         for path in result["paths"]:
             nodes = graph.index_of([path[0][0]] + [step[2] for step in path])
             types = tuple(graph.type_name(v) for v in nodes)
             relations = tuple(step[1] for step in path)
-            assert MetaPath(types, relations) in allowed
+            walked = MetaPath(types, relations)
+            if path[0][0] == topics[0]:
+                # a surviving meta-path, or a shorter prefix of one that ends in the answer type
+                assert walked in allowed or (types[-1] == result["control"]["answer_type"] and any(
+                    mp.types[:len(types)] == types and mp.relations[:len(relations)] == relations
+                    for mp in allowed))
+            else:  # the second topic's one step into an answer both topics reach
+                assert len(topics) == 2 and path[0][0] == topics[1] and len(path) == 1
+                assert types[-1] == result["control"]["answer_type"]
             for (h, r, t) in path:  # every step is a real edge
                 assert graph.index_of([t])[0] in graph.neighbors(graph.index_of([h])[0], relation=r)[0]
         for explored in result["explored"].values():
@@ -118,12 +129,13 @@ def test_guided_paths_follow_surviving_metapaths(setup):
     assert guided >= len(results) // 2
 
 
-def test_scripted_llm_batches_and_no_gold(setup):
+@pytest.mark.parametrize("scorer", ["beam", "walk"])
+def test_scripted_llm_batches_and_no_gold(setup, scorer):
     root, graph, bank, encoder, test = setup
     rules = {"Reply with JSON": lambda p: json.dumps({"answer_type": "drug", "hops": 2}),
              "numbers in braces": "{2, 1}", "wrapped in braces": "{some answer}"}
     backend = ScriptedBackend(rules=rules)
-    config = AdaPathConfig()
+    config = AdaPathConfig(scorer=scorer)
     results = AdaPath(graph, bank, encoder, backend, config, graph_dir=root / "kg").answer(
         [query_from_record(r, "implicit") for r in test])
     results = [r.to_json() for r in results]
@@ -134,6 +146,15 @@ def test_scripted_llm_batches_and_no_gold(setup):
         assert result["answer"] == "some answer"
         assert result["usage"]["calls"] <= 2 + config.max_depth
         assert result["control"]["source"] == "llm"
+    if scorer == "walk":  # control, then one answer prompt: the walks pick what the LLM sees
+        walked = [(result, prompt) for result, prompt in zip(results, backend.seen[-n:]) if not result["fallback"]]
+        assert walked
+        for result, prompt in walked:
+            assert result["usage"]["calls"] == 2
+            for path in result["paths"]:
+                for h, r, t in path:
+                    names = graph.named_triplets([[h, r, t]])[0]
+                    assert f"({names[0]}, {r}, {names[2]})" in prompt
     # the same run on records stripped of every gold field gives the same output
     stripped = [{k: v for k, v in r.items() if k not in GOLD_FIELDS} for r in test]
     again = AdaPath(graph, bank, encoder, ScriptedBackend(rules=rules), config, graph_dir=root / "kg").answer(

@@ -123,6 +123,7 @@ class TraversalState:
     topic: int
     metapaths: list[tuple[np.ndarray, np.ndarray]]  # (type codes, relation codes); empty = free
     max_depth: int
+    answer_type: int = -1  # >= 0: a path that reaches this type early is also kept as complete
     beams: list[Beam] = field(default_factory=list)
     complete: list[Beam] = field(default_factory=list)
     explored: dict[int, list[int]] = field(default_factory=dict)
@@ -202,8 +203,8 @@ class TraversalState:
                 new.append(beam)
                 continue
             lengths = [len(self.metapaths[m][1]) for m in candidate.metapaths]
-            if any(n == self.depth for n in lengths):
-                self.complete.append(beam)
+            if any(n == self.depth for n in lengths) or self.graph.node_type[candidate.node] == self.answer_type:
+                self.complete.append(beam)  # a full meta-path, or a shorter path to the answer type
             longer = tuple(m for m, n in zip(candidate.metapaths, lengths) if n > self.depth)
             if longer:
                 new.append(Beam(beam.nodes, beam.relations, longer, beam.score))

@@ -1,0 +1,183 @@
+"""AdaPath's walk scorer: every walk along every surviving meta-path, weighted by the query.
+
+For one query, each surviving meta-path ``M`` (retrieval score ``score_M``) is a lane of
+``adapath.engine.walks`` from the topic. A walk's weight is the DWPC degree damping of its
+edges times a potential per node it enters,
+
+    phi(v) = exp(text * s_bm25(v) + embed * cos(v, q))
+
+with ``s_bm25`` the node's BM25 similarity to the question min-max normalized over the
+graph (Eq. 1's node term) and ``cos`` the sentence-embedding cosine of the node's text and
+the question. Each lane's end masses are normalized to a distribution and the lanes mixed
+with weights ``score_M / sum(score)`` (a candidate's share of the query's walk weight);
+with two topics, the second topic walks one step (the junction relations the bank's
+two-topic training queries show) and a candidate's share is multiplied by that walk's share
+at it (the walks meet at the answer); finally a candidate's score is its share times
+``exp(end * cos(v, q))``, since the question describes its answer, and times ``mentioned``
+when the question names it (BioStrat-QA questions never name their answer; they name the
+topic and, when explicit, the entities on the way).
+
+What comes back per query: candidates of the walked type ranked by score, the heaviest
+walks into the top ones (real edges), and per depth the nodes carrying the most walk weight
+into the top candidates (``explored``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adapath.engine.graph import KnowledgeGraph
+from adapath.engine.walks import (
+    DAMPING,
+    Lane,
+    RelationLayers,
+    heaviest_walks_through,
+    propagate,
+    through,
+)
+
+
+@dataclass
+class WalkConfig:
+    damping: float = DAMPING
+    text: float = 4.0  # weight of the BM25 node term in a node's potential
+    embed: float = 8.0  # weight of the embedding cosine in a node's potential
+    end: float = 8.0  # extra weight of the end node's cosine
+    shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
+    mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
+    answers: int = 5  # top candidates whose walks are returned
+    walks_per_answer: int = 2
+    explore: int = 15  # nodes per depth reported as explored
+
+
+@dataclass
+class WalkQuery:
+    """What the scorer needs of one query (internal node indices and codes)."""
+
+    topic: int
+    lanes: list[tuple[tuple[int, ...], tuple[int, ...], float]]  # (relations, types, weight)
+    exclude: tuple[int, ...] = ()
+    junction_topic: int = -1
+    junction: list[tuple[int, int, int, float]] = field(default_factory=list)  # (relation, from, to type, weight)
+    question: str = ""  # the question's text: a candidate it names is not what it asks for
+
+
+@dataclass
+class WalkOutcome:
+    candidates: list[tuple[int, float]]  # (node, score), best first
+    paths: list[tuple[list[int], list[int]]]  # (nodes, relation codes), best first
+    junction_paths: list[tuple[list[int], list[int]]]
+    explored: dict[int, list[int]]
+
+
+class WalkScorer:
+    def __init__(self, graph: KnowledgeGraph, node_embeddings, config: WalkConfig | None = None):
+        self.graph, self.nodes = graph, node_embeddings
+        self.config = config or WalkConfig()
+        self.layers = RelationLayers(graph, self.config.damping)
+
+    def score(self, queries: list[WalkQuery], bm25: np.ndarray, vectors: np.ndarray) -> list[WalkOutcome]:
+        """``bm25``: nodes x queries, min-max normalized per query; ``vectors``: question
+        embeddings, one row per query."""
+        c = self.config
+        known = np.full((len(queries), self.graph.num_nodes), np.nan)
+
+        def cosine(j: int, nodes: np.ndarray) -> np.ndarray:
+            """Cosine of node texts to question j, embedded only where a walk reaches."""
+            missing = nodes[np.isnan(known[j, nodes])]
+            if len(missing):
+                known[j, missing] = self.nodes.get(missing) @ vectors[j]
+            return known[j, nodes]
+
+        def potential(j: int, nodes: np.ndarray) -> np.ndarray:
+            return np.exp(c.text * bm25[nodes, j].astype(np.float64) + c.embed * cosine(j, nodes))
+
+        lanes, owners = [], []
+        for j, q in enumerate(queries):
+            for relations, types, weight in q.lanes:
+                lanes.append(Lane(j, q.topic, relations, types, q.exclude))
+                owners.append((j, weight, "main"))
+            for relation, from_type, to_type, weight in q.junction:
+                lanes.append(Lane(j, q.junction_topic, (relation,), (from_type, to_type), q.exclude))
+                owners.append((j, weight, "junction"))
+        propagate(self.layers, lanes, potential)
+        outcomes = []
+        for j, q in enumerate(queries):
+            mine = [(lane, weight, kind) for lane, (o, weight, kind) in zip(lanes, owners) if o == j]
+            outcomes.append(self._outcome(j, q, mine, potential, cosine))
+        return outcomes
+
+    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine) -> WalkOutcome:
+        c = self.config
+        main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
+        junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
+        scores: dict[int, float] = {}
+        lane_weights = []
+        for lane, weight in main:
+            total = lane.end.mass.sum()
+            share = weight / total if total > 0 else 0.0
+            lane_weights.append(share)
+            for v, m in zip(lane.end.nodes.tolist(), lane.end.mass.tolist()):
+                scores[v] = scores.get(v, 0.0) + share * m
+        meet = self._meet(junction)
+        if meet and any(v in meet for v in scores):
+            scores = {v: s * meet[v] for v, s in scores.items() if v in meet}
+        else:
+            meet = {}
+        if scores:
+            nodes = np.array(sorted(scores), dtype=np.int64)
+            answer_factor = np.exp(c.end * cosine(j, nodes))
+            scores = {v: scores[v] * f for v, f in zip(nodes.tolist(), answer_factor.tolist())}
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        if query.question and c.mentioned != 1.0:
+            head = ranked[: 20 * c.answers]  # enough to refill the top after the named ones drop
+            named = {v for v, _ in head if _names(self.graph.name(v), query.question)}
+            if named:
+                head = [(v, s * c.mentioned if v in named else s) for v, s in head]
+                ranked = sorted(head, key=lambda item: (-item[1], item[0])) + ranked[len(head):]
+        top = ranked[: c.answers]
+        paths: list[tuple[float, list[int], list[int]]] = []
+        for v, _ in top:
+            found = []
+            for (lane, _weight), share in zip(main, lane_weights):
+                for nodes, value in heaviest_walks_through(lane, v, self.layers, potential, c.walks_per_answer):
+                    found.append((value * share, nodes, list(lane.relations)))
+            found.sort(key=lambda x: (-x[0], x[1]))
+            paths += [(s, nodes, rels) for s, nodes, rels in found[: c.walks_per_answer]]
+        junction_paths = []
+        if meet:
+            for v, _ in top:
+                for lane, _weight in junction:
+                    if lane.end.at(v) >= 0:
+                        junction_paths.append(([lane.source, v], [lane.relations[0]]))
+                        break
+        explored = {}
+        if top:
+            total = sum(s for _, s in top) or 1.0
+            flows = through([lane for lane, _ in main], lane_weights, self.layers, potential,
+                            {v: s / total for v, s in top})
+            for depth, flow in flows.items():
+                order = sorted(flow.items(), key=lambda item: (-item[1], item[0]))
+                explored[depth] = sorted(v for v, _ in order[: c.explore])
+        return WalkOutcome(top if top else [], [(nodes, rels) for _, nodes, rels in paths], junction_paths,
+                           explored)
+
+    @staticmethod
+    def _meet(junction) -> dict[int, float]:
+        """Each node's share of the second topic's junction walks (weights summed over relations)."""
+        meet: dict[int, float] = {}
+        for lane, weight in junction:
+            total = lane.end.mass.sum()
+            if total <= 0:
+                continue
+            for v, m in zip(lane.end.nodes.tolist(), lane.end.mass.tolist()):
+                meet[v] = meet.get(v, 0.0) + weight * m / total
+        return meet
+
+
+def _names(name: str, question: str) -> bool:
+    """Whether the question names ``name`` (whole words, case-insensitive)."""
+    return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags=re.IGNORECASE) is not None
