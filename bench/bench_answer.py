@@ -98,7 +98,9 @@ def main() -> None:
     from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
-    from adapath.methods.adapath import AdaPath
+    from adapath.methods import walk_scorer
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
     from adapath.retrieval.dense import make_encoder
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_answer_"))
@@ -118,8 +120,15 @@ def main() -> None:
     bank = BankIndex(bank_dir, encoder)
     queries = [query_from_record(r, "explicit") for r in test]
 
+    # the method as `adapath answer --method adapath` builds it (its defaults: with --llm none the
+    # walk scorer and level-matched retrieval; with an LLM the paper's beam)
+    spec = get_method("adapath")
+
+    def build(llm):
+        return spec.make(MethodContext(graph, kg, llm, args.encoder, bank_dir, None, spec.resolve_params({})))
+
     # (b) Path-Bank matching alone, embedding included
-    pipeline = AdaPath(graph, bank, encoder, None, graph_dir=kg)
+    pipeline = build(None)
     assert pipeline.nodes.precomputed, "the node-embedding store should be complete here"
     clock = time.perf_counter()
     topics = [int(graph.index_of(q.topic_ids[:1])[0]) for q in queries]
@@ -143,7 +152,7 @@ def main() -> None:
     # the same answers again, with a clock around each stage
     stages = StageClock()
     stages.wrap(pipeline.encoder, "encode", "question embedding")
-    stages.wrap(pipeline.bank, "retrieve", "Path-Bank retrieval (Eq. 6)")
+    stages.wrap(pipeline.index_for("explicit"), "retrieve", "Path-Bank retrieval (Eq. 6)")
     stages.wrap(pipeline, "_realizable", "meta-path realizability")
     stages.wrap(pipeline.text.nodes, "scores", "BM25 prefilter scores")
     stages.wrap(traverse.TraversalState, "groups", "traversal: candidate groups")
@@ -151,6 +160,10 @@ def main() -> None:
     stages.wrap(pipeline, "_narrow", "narrowing (cosine top-M)")
     stages.wrap(pipeline.nodes, "get", "node-vector lookups")
     stages.wrap(pipeline, "_answers", "answer ranking")
+    stages.wrap(pipeline.walks, "score", "walk scorer (all)")
+    stages.wrap(walk_scorer, "propagate", "walk scorer: propagation")
+    stages.wrap(walk_scorer, "heaviest_walks_through", "walk scorer: heaviest walks")
+    stages.wrap(walk_scorer, "through", "walk scorer: explored flow")
     clock = time.perf_counter()
     for lo in range(0, len(queries), args.batch):
         pipeline.answer(queries[lo:lo + args.batch])
@@ -161,7 +174,7 @@ def main() -> None:
     # (c) the scripted backend: calls and prompt tokens per query
     backend = ScriptedBackend(rules={"Reply with JSON": '{"answer_type": "drug", "hops": 2}',
                                      "numbers in braces": "{1, 2, 3}"}, default="{answer}")
-    scripted = AdaPath(graph, bank, encoder, backend, graph_dir=kg)
+    scripted = build(backend)
     results = []
     for lo in range(0, len(queries), args.batch):
         results += scripted.answer(queries[lo:lo + args.batch])

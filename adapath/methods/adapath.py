@@ -21,7 +21,7 @@ from adapath.engine.traverse import (
     Group,
     TraversalState,
     metapath_codes,
-    reach,
+    realizable,
     typed_neighbors,
 )
 from adapath.engine.walks import DAMPING
@@ -215,7 +215,7 @@ class AdaPath:
         return not (control.get("hops") and mp.hops != control["hops"])
 
     def _realizable(self, mp: MetaPath, topic: int) -> bool:
-        return len(reach(self.graph, [topic], mp)) > 0
+        return realizable(self.graph, topic, mp)  # depth first: stops at the first full walk
 
     def _junction(self, plan: Plan) -> list[tuple[int, int, int, float]]:
         """The step from the second topic into the answer: the last step of the retrieved

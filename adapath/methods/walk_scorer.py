@@ -114,24 +114,28 @@ class WalkScorer:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
-        scores: dict[int, float] = {}
-        lane_weights = []
+        # a candidate's share: lane end masses summed over lanes in lane order (bincount adds
+        # in input order, so the sums are the same as a loop's)
+        lane_weights, ends, masses = [], [], []
         for lane, weight in main:
             total = lane.end.mass.sum()
             share = weight / total if total > 0 else 0.0
             lane_weights.append(share)
-            for v, m in zip(lane.end.nodes.tolist(), lane.end.mass.tolist()):
-                scores[v] = scores.get(v, 0.0) + share * m
+            ends.append(lane.end.nodes)
+            masses.append(share * lane.end.mass)
+        cands, scores = _summed(ends, masses)
         meet = self._meet(junction)
-        if meet and any(v in meet for v in scores):
-            scores = {v: s * meet[v] for v, s in scores.items() if v in meet}
-        else:
-            meet = {}
-        if scores:
-            nodes = np.array(sorted(scores), dtype=np.int64)
-            answer_factor = np.exp(c.end * cosine(j, nodes))
-            scores = {v: scores[v] * f for v, f in zip(nodes.tolist(), answer_factor.tolist())}
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        if len(meet[0]):
+            at = np.searchsorted(meet[0], cands).clip(max=len(meet[0]) - 1)
+            met = meet[0][at] == cands
+            if met.any():
+                cands, scores = cands[met], scores[met] * meet[1][at[met]]
+            else:
+                meet = (meet[0][:0], meet[1][:0])
+        if len(cands):
+            scores = scores * np.exp(c.end * cosine(j, cands))
+        order = np.lexsort((cands, -scores))
+        ranked = list(zip(cands[order].tolist(), scores[order].tolist()))
         if query.question and c.mentioned != 1.0:
             head = ranked[: 20 * c.answers]  # enough to refill the top after the named ones drop
             named = {v for v, _ in head if _names(self.graph.name(v), query.question)}
@@ -148,7 +152,7 @@ class WalkScorer:
             found.sort(key=lambda x: (-x[0], x[1]))
             paths += [(s, nodes, rels) for s, nodes, rels in found[: c.walks_per_answer]]
         junction_paths = []
-        if meet:
+        if len(meet[0]):
             for v, _ in top:
                 for lane, _weight in junction:
                     if lane.end.at(v) >= 0:
@@ -166,16 +170,26 @@ class WalkScorer:
                            explored)
 
     @staticmethod
-    def _meet(junction) -> dict[int, float]:
-        """Each node's share of the second topic's junction walks (weights summed over relations)."""
-        meet: dict[int, float] = {}
+    def _meet(junction) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's share of the second topic's junction walks (weights summed over
+        relations), as (sorted nodes, shares)."""
+        ends, masses = [], []
         for lane, weight in junction:
             total = lane.end.mass.sum()
             if total <= 0:
                 continue
-            for v, m in zip(lane.end.nodes.tolist(), lane.end.mass.tolist()):
-                meet[v] = meet.get(v, 0.0) + weight * m / total
-        return meet
+            ends.append(lane.end.nodes)
+            masses.append(weight * lane.end.mass / total)
+        return _summed(ends, masses)
+
+
+def _summed(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Values summed per node over the parts, in part order: (sorted nodes, sums)."""
+    if not nodes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    flat = np.concatenate(nodes).astype(np.int64)
+    unique, inverse = np.unique(flat, return_inverse=True)
+    return unique, np.bincount(inverse, weights=np.concatenate(values).astype(np.float64), minlength=len(unique))
 
 
 def _names(name: str, question: str) -> bool:
