@@ -236,7 +236,7 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             ends: dict[int, float]) -> dict[int, dict[int, float]]:
     """Per depth, the weight of the walks of all lanes that pass each node there and end at
     one of ``ends`` (each end counted by its given weight): forward mass times backward mass."""
-    flow: dict[int, dict[int, float]] = {}
+    parts: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     end_nodes = np.array(sorted(ends), dtype=np.int64)
     end_values = np.array([ends[int(v)] for v in end_nodes])
     for lane, weight in zip(lanes, weights):
@@ -249,9 +249,9 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             alive = (forward > 0) & (back > 0)
             if not alive.any():
                 break
-            here = flow.setdefault(k, {})
-            for v, f in zip(back_nodes[alive].tolist(), (weight * forward[alive] * back[alive]).tolist()):
-                here[v] = here.get(v, 0.0) + f
+            nodes_here, values_here = parts.setdefault(k, ([], []))
+            nodes_here.append(back_nodes[alive])
+            values_here.append(weight * forward[alive] * back[alive])
             if k == 1:
                 break
             # backward mass one depth down: sum over the next node of W(u, v) phi(v) back(v)
@@ -262,4 +262,11 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             dense = np.bincount(cols, weights=values, minlength=len(reverse.indptr) - 1)
             back_nodes = np.flatnonzero(dense)
             back = dense[back_nodes]
+    flow: dict[int, dict[int, float]] = {}
+    for k, (nodes_here, values_here) in parts.items():
+        # summed per node in lane order (bincount adds in input order, as a loop over lanes would)
+        flat = np.concatenate(nodes_here)
+        unique, inverse = np.unique(flat, return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate(values_here), minlength=len(unique))
+        flow[k] = dict(zip(unique.tolist(), sums.tolist()))
     return flow
