@@ -30,6 +30,7 @@ import numpy as np
 from adapath.engine.graph import KnowledgeGraph
 
 DAMPING = 0.4  # Hetionet's DWPC exponent
+SPARSE_SHARE = 16  # a step sorts its targets when it has fewer entries than nodes / this
 
 
 @dataclass
@@ -149,8 +150,10 @@ def _start(source: int) -> Step:
 
 def advance(step: Step, layer: Layer, potential: np.ndarray | Callable[[np.ndarray], np.ndarray],
             exclude: np.ndarray) -> Step:
-    """One step of the sum-product and max-product over ``layer`` from ``step`` (scatters into
-    dense arrays over all nodes: no sort)."""
+    """One step of the sum-product and max-product over ``layer`` from ``step``. Entries are
+    grouped by target node through dense arrays over all nodes when they are many (no sort),
+    through a sort of the targets when they are few (no pass over all nodes); either way the
+    sums add each node's entries in the same order, so both give the same bits."""
     n = len(layer.indptr) - 1
     owner, cols, weights = layer.gather(step.nodes)
     if len(exclude):
@@ -159,16 +162,23 @@ def advance(step: Step, layer: Layer, potential: np.ndarray | Callable[[np.ndarr
     if len(cols) == 0:
         empty = np.zeros(0)
         return Step(np.zeros(0, dtype=np.int64), empty, empty, np.zeros(0, dtype=np.int64))
-    nodes = np.flatnonzero(np.bincount(cols, minlength=n))
-    mass = np.bincount(cols, weights=step.mass[owner] * weights, minlength=n)[nodes]
+    if len(cols) * SPARSE_SHARE < n:
+        nodes, slot = np.unique(cols, return_inverse=True)
+        size = len(nodes)
+    else:
+        nodes = np.flatnonzero(np.bincount(cols, minlength=n))
+        slot, size = cols, n
+    mass = np.bincount(slot, weights=step.mass[owner] * weights, minlength=size)
     best_in = step.best[owner] * weights
-    best = np.zeros(n)
-    np.maximum.at(best, cols, best_in)
-    heaviest = best_in == best[cols]
-    first = np.full(n, len(step.nodes), dtype=np.int64)  # ties: the smallest predecessor
-    np.minimum.at(first, cols[heaviest], owner[heaviest])
+    best = np.zeros(size)
+    np.maximum.at(best, slot, best_in)
+    heaviest = best_in == best[slot]
+    first = np.full(size, len(step.nodes), dtype=np.int64)  # ties: the smallest predecessor
+    np.minimum.at(first, slot[heaviest], owner[heaviest])
+    if size == n:
+        mass, best, first = mass[nodes], best[nodes], first[nodes]
     phi = potential(nodes) if callable(potential) else potential
-    return Step(nodes, mass * phi, best[nodes] * phi, step.nodes[first[nodes]])
+    return Step(nodes, mass * phi, best * phi, step.nodes[first])
 
 
 def propagate(layers: RelationLayers, lanes: list[Lane], potential: Potential) -> list[Lane]:
