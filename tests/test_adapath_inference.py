@@ -352,3 +352,25 @@ def test_the_wh_phrase_model_corrects_the_votes_answer_type(tmp_path):
     with_model = answer(graph, banks, query, scorer="walk")
     assert vote_only["control"]["answer_type"] == "disease" and vote_only["answer"] == "pain"
     assert with_model["control"]["answer_type"] == "drug" and with_model["answer"] == "ibuprofen"
+
+
+def test_explored_edges_join_consecutive_depths_by_hand():
+    """Hand-built: topic 0; explored at depth 1 = {1, 2}, at depth 2 = {3}. The edges between
+    consecutive depths, every relation of a pair, in either stored direction; nothing else."""
+    from types import SimpleNamespace
+
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.methods.adapath import AdaPath
+
+    head = np.array([0, 0, 0, 1, 2, 2, 1, 4])
+    tail = np.array([1, 2, 4, 3, 3, 3, 2, 3])
+    rel = np.array([0, 0, 0, 1, 1, 2, 1, 1])  # 2-3 joined by two relations; 1-2 within depth 1
+    graph = KnowledgeGraph.from_edges(head, tail, rel, node_type=np.zeros(5, dtype=np.int64),
+                                      names=[f"n{i}" for i in range(5)], descriptions=[""] * 5,
+                                      type_names=("gene/protein",), relation_names=("ppi", "target", "carrier"),
+                                      relation_descriptions=("",) * 3)
+    ids = [int(graph.node_id[i]) for i in range(5)]
+    edges = AdaPath._explored_edges(SimpleNamespace(graph=graph), 0, {1: [1, 2], 2: [3]})
+    assert sorted(map(tuple, edges["1"])) == sorted([(ids[0], "ppi", ids[1]), (ids[0], "ppi", ids[2])])
+    assert sorted(map(tuple, edges["2"])) == sorted([(ids[1], "target", ids[3]), (ids[2], "target", ids[3]),
+                                                     (ids[2], "carrier", ids[3])])

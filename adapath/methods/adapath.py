@@ -128,7 +128,28 @@ class AdaPath:
                                          for r in plan.retrieved]
             result.control, result.fallback, result.usage = plan.control, plan.fallback, usages[j].as_dict()
             result.explored = {str(d): [int(g.node_id[v]) for v in nodes] for d, nodes in sorted(explored[j].items())}
+            result.extra["explored_edges"] = self._explored_edges(plan.topics[0], explored[j])
         return results
+
+    def _explored_edges(self, topic: int, explored: dict[int, list[int]]) -> dict[str, list[list]]:
+        """Per depth d, every edge of the graph from a node explored at d - 1 (the topic at
+        d = 1) to a node explored at d, as ``[head_id, relation, tail_id]``: the triplets the
+        traversal looked at there (Appendix D's retrieved triplets, which eval samples)."""
+        g = self.graph
+        out: dict[str, list[list]] = {}
+        previous = np.array([topic], dtype=np.int64)
+        for depth in sorted(explored):
+            here = np.asarray(sorted(explored[depth]), dtype=np.int64)
+            edges = []
+            for u in previous.tolist():
+                nbrs, rels = g.neighbors(u)
+                keep = np.isin(nbrs, here)
+                head = int(g.node_id[u])
+                edges += [[head, g.relation_names[r], int(g.node_id[v])]
+                          for v, r in zip(nbrs[keep].tolist(), rels[keep].tolist())]
+            out[str(depth)] = edges
+            previous = here
+        return out
 
     def _plans(self, queries: list[Query], embeddings: np.ndarray, usages: list[Usage]) -> list[Plan]:
         """Retrieval (Eq. 6, against the bank's texts of the matched level), control signals,
