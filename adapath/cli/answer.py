@@ -117,10 +117,12 @@ def answer_cmd(
         steps += 1
         bar.note(f"LLM call {steps}: {prompts} prompts in {seconds:.1f} s")
 
-    def build():
+    observe = on_step if executor == "local" else None  # Ray workers report per batch only
+
+    def build():  # shipped to Ray workers: it must not hold the progress display
         backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
-        if backend is not None and executor == "local":  # Ray workers report per batch only
-            backend = ObservedBackend(backend, on_step)
+        if backend is not None and observe is not None:
+            backend = ObservedBackend(backend, observe)
         context = MethodContext(graph, kg, backend, encoder, bank, model, params)
         return spec.make(context)
 
