@@ -127,6 +127,10 @@ def test_read_answer_falls_back_in_order():
     assert read_answer("I think breast cancer, not cancer.", ["cancer", "breast cancer"], "b") == \
         ("breast cancer", "mentioned")
     assert read_answer("no idea", ["aspirin"], "warfarin") == ("warfarin", "best-path")
+    # stated in words, no braces and no candidate named: the phrase after "is" / ":"
+    assert read_answer("The single best answer entity's name is: Aspirin", ["x"], "w") == ("Aspirin", "stated")
+    assert read_answer("Answer: breast cancer. It spreads.", [], "") == ("breast cancer", "stated")
+    assert read_answer("The gene linked to it is unknown", [], "w") == ("w", "best-path")  # no answer stated
     assert read_answer("", [], "") == ("", "none")
     assert read_option("{C}", ["a", "b", "c", "d"]) == ("C", "braces")
     assert read_option("It is likely psoriasis.", ["eczema", "psoriasis", "acne", "hives"]) == ("B", "mentioned")

@@ -179,7 +179,8 @@ def test_tables_bold_the_best_and_show_lenient_only_where_it_differs(graph):
     # efficiency: the lower cost is bold
     assert "| beta | 3 | **1.00** | **50.0** | **5.0** | **0.050** |" in docs["efficiency.md"]
     assert "| alpha | 4 | 3.00 | 250.0 | 25.0 | 0.250 |" in docs["efficiency.md"]
-    assert "| alpha | 2 | 1 | 0 | 0 | 1 |" in docs["answer_sources.md"]
+    assert "| Method | braces | mentioned | stated | best-path | extractive | none |" in docs["answer_sources.md"]
+    assert "| alpha | 2 | 1 | 0 | 0 | 0 | 1 |" in docs["answer_sources.md"]
     assert "table3.md" not in docs  # no STaRK-Prime or MedDDx questions
 
 

@@ -146,6 +146,7 @@ def answer_cmd(
     if llm != "none" and summary.new:
         say(f"answers read from the LLM reply: {summary.answer_sources.get('braces', 0)} in braces, "
             f"{summary.answer_sources.get('mentioned', 0)} by a candidate the reply names, "
+            f"{summary.answer_sources.get('stated', 0)} stated in words without braces, "
             f"{summary.answer_sources.get('best-path', 0)} unreadable (best path's end used), "
             f"{summary.answer_sources.get('none', 0)} empty")
 

@@ -258,7 +258,7 @@ def efficiency(metrics: dict) -> str:
                       *_grid(["Method", "n"] + [heading for heading, _, _ in stats], rows)]) + "\n"
 
 
-ANSWER_SOURCES = ("braces", "mentioned", "best-path", "extractive", "none")
+ANSWER_SOURCES = ("braces", "mentioned", "stated", "best-path", "extractive", "none")
 
 
 def answer_sources(metrics: dict) -> str:
@@ -268,7 +268,8 @@ def answer_sources(metrics: dict) -> str:
                                          - set(ANSWER_SOURCES))
     rows = [[name] + [str(m["answer_sources"].get(k, 0)) for k in kinds] for name, m in methods.items()]
     return "\n".join(["Answers read from: braces ({...} in the LLM reply), mentioned (a candidate the reply "
-                      "names), best-path (unreadable reply: the best path's end), extractive (no LLM), none", "",
+                      "names), stated (no braces, but the reply states an answer in words), best-path (unreadable "
+                      "reply: the best path's end), extractive (no LLM), none", "",
                       *_grid(["Method"] + kinds, rows)]) + "\n"
 
 

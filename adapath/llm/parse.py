@@ -61,7 +61,8 @@ def read_answer(reply: str, candidates: list[str], best: str = "") -> tuple[str,
     """The answer in a reply and how it was read.
 
     ``braces``: the ``{...}`` the prompt asked for; ``mentioned``: no braces, but the reply
-    names one of ``candidates`` (the longest such name, earliest on ties); ``best-path``: the
+    names one of ``candidates`` (the longest such name, earliest on ties); ``stated``: the
+    reply states an answer in words ("The answer is: X", "Answer: X"); ``best-path``: the
     reply is unreadable, so ``best`` (the best path's end) stands in; ``none``: nothing at all.
     """
     braced = parse_answer(reply)
@@ -71,7 +72,17 @@ def read_answer(reply: str, candidates: list[str], best: str = "") -> tuple[str,
     mentioned = [(-len(c), lowered.find(c.lower()), c) for c in candidates if c and c.lower() in lowered]
     if mentioned:
         return min(mentioned)[2], "mentioned"
+    stated = _STATED.search(reply or "")
+    if stated:
+        answer = stated.group(1).strip().strip("\"'*`").strip()
+        if answer:
+            return answer[:120], "stated"
     return (best, "best-path") if best else ("", "none")
+
+
+# "The answer is: X", "Answer: X", "the best answer entity's name is X": the phrase up to the
+# end of its sentence or line
+_STATED = re.compile(r"\b(?:answer|name)\b[^:\n.]{0,24}?(?:\bis\b\s*:?|:)\s*([^\n.;]+)", re.IGNORECASE)
 
 
 def read_option(reply: str, options: list[str]) -> tuple[str, str]:

@@ -50,8 +50,8 @@ class Result:
     method: str = ""
     raw: str = ""  # the LLM's final reply, verbatim ("" without an LLM)
     # how the answer was read: "braces" ({...} in the reply), "mentioned" (a candidate the
-    # reply names), "best-path" (the reply was unreadable: the best path's end), "extractive"
-    # (no LLM), "none" (nothing to answer with)
+    # reply names), "stated" (an answer stated in words, no braces), "best-path" (the reply was
+    # unreadable: the best path's end), "extractive" (no LLM), "none" (nothing to answer with)
     answer_source: str = "extractive"
     paths: list[list[list]] = field(default_factory=list)  # [[head_id, relation, tail_id], ...]
     explored: dict[str, list[int]] = field(default_factory=dict)  # depth -> external ids

@@ -24,7 +24,7 @@ from adapath.errors import InputError
 from adapath.methods.base import Method, Query, Result
 from adapath.progress import Progress
 
-UNPARSED = ("mentioned", "best-path", "none")
+UNPARSED = ("mentioned", "stated", "best-path", "none")
 
 
 class Interrupted(Exception):
