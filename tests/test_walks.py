@@ -154,3 +154,19 @@ def test_shared_prefixes_give_the_same_steps_as_separate_runs():
     assert together[0].end.nodes.tolist() == alone[0].end.nodes.tolist()
     assert together[0].end.mass.tolist() == alone[0].end.mass.tolist()
     assert together[1].steps[2] is together[0].steps[2]
+
+
+def test_build_all_makes_every_typed_layer_of_the_graph():
+    graph, edge_list, node_type = random_graph(5)
+    layers = RelationLayers(graph)
+    layers.build_all()
+    expected = set()
+    for u, r, v in edge_list:  # each edge gives a layer in both directions
+        expected.add((r, int(node_type[u]), int(node_type[v])))
+        expected.add((r, int(node_type[v]), int(node_type[u])))
+    assert set(layers._layers) == expected
+    for (r, a, b), layer in layers._layers.items():  # entries: the CSR rows' (r, b) neighbours of a-nodes
+        for u in range(graph.num_nodes):
+            nbrs, rels = graph.neighbors(u)
+            expected_row = sorted(nbrs[(rels == r) & (node_type[nbrs] == b)].tolist()) if node_type[u] == a else []
+            assert sorted(layer.row(u)[0].tolist()) == expected_row

@@ -76,14 +76,28 @@ class RelationLayers:
             self._layers[key] = self._build(*key)
         return self._layers[key]
 
+    def build_all(self) -> None:
+        """Every layer the graph has (at PrimeKG's size 56 of them, about a second), so that
+        answering does not pay for them batch by batch."""
+        self._sort()
+        types = len(self.graph.type_names)
+        for key in np.unique(self._keys).tolist():
+            self.layer(key // (types * types), key // types % types, key % types)
+
+    def _sort(self) -> None:
+        if self._order is None:  # one sort of the half-edges serves every layer
+            g = self.graph
+            node_type = np.asarray(g.node_type)
+            keys = self._key(np.asarray(g.rel), node_type[g.src], node_type[np.asarray(g.indices)])
+            if keys.size and keys.max() < 2**16:  # NumPy's stable sort of 16-bit keys is a radix sort
+                keys = keys.astype(np.uint16)
+            self._order = np.argsort(keys, kind="stable")
+            self._keys = keys[self._order].astype(np.int64)
+
     def _build(self, relation: int, from_type: int, to_type: int) -> Layer:
         g = self.graph
         n = g.num_nodes
-        if self._order is None:  # one sort of the half-edges serves every layer
-            node_type = np.asarray(g.node_type)
-            keys = self._key(np.asarray(g.rel), node_type[g.src], node_type[np.asarray(g.indices)])
-            self._order = np.argsort(keys, kind="stable")
-            self._keys = keys[self._order]
+        self._sort()
         key = int(self._key(relation, from_type, to_type))
         lo, hi = np.searchsorted(self._keys, [key, key + 1])
         keep = self._order[lo:hi]  # stable: still in row order

@@ -96,6 +96,8 @@ class AdaPath:
         self.text = GraphText.for_graph(graph, graph_dir, b=0.0)
         self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
         self.walks = WalkScorer(graph, self.nodes, self.config.walk)
+        if self.config.scorer == "walk":
+            self.walks.layers.build_all()
         self.answer_types = list(graph.type_names)
         self._generate = LLMCaller(llm, self.config.params)
 

@@ -194,4 +194,6 @@ def _summed(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarr
 
 def _names(name: str, question: str) -> bool:
     """Whether the question names ``name`` (whole words, case-insensitive)."""
-    return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags=re.IGNORECASE) is not None
+    if not name or name.lower() not in question.lower():  # most names: no regex to compile
+        return False
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question, flags=re.IGNORECASE) is not None
