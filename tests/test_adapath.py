@@ -223,3 +223,22 @@ def test_answer_cli_refuses_a_foreign_bank_and_mixed_settings(setup, tmp_path, c
     code, _, err = run_cli(args + ["--kg", root / "kg", "--out", out, "--limit", "4", "--force"], capsys)
     assert code == 0, err
     assert all(not json.loads(x)["fallback"] == "no-metapath" for x in out.read_text().splitlines())
+
+
+def test_answer_scorer_flag(setup, tmp_path, capsys):
+    """--scorer picks AdaPath's scorer (recorded in the settings); a bad one is one line, no file."""
+    root, *_ = setup
+    args = ["answer", "--kg", root / "kg", "--bank", root / "bank", "--queries", f"biostrat:{root / 'test.jsonl'}",
+            "--encoder", "hashing", "--limit", "2"]
+    code, _, err = run_cli(args + ["--out", tmp_path / "bad.jsonl", "--scorer", "sideways"], capsys)
+    assert code == 2 and "scorer" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.jsonl").exists()
+    for scorer in ("beam", "walk"):
+        out = tmp_path / f"{scorer}.jsonl"
+        code, _, err = run_cli(args + ["--out", out, "--scorer", scorer], capsys)
+        assert code == 0, err
+        settings = json.loads((tmp_path / f"{scorer}.jsonl.settings.json").read_text())
+        assert settings["params"]["scorer"] == scorer
+    code, _, err = run_cli(args + ["--method", "io", "--llm", "none", "--out", tmp_path / "io.jsonl",
+                                   "--scorer", "beam"], capsys)
+    assert code == 2 and "scorer" in err

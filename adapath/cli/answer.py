@@ -49,6 +49,7 @@ def answer_cmd(
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
     prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
+    scorer: str | None = typer.Option(None, "--scorer", help="adapath: walk (every walk weighed; the default without an LLM) or beam (the paper's frontier beam; the default with one); same as --param scorer=..."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
     executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
@@ -81,6 +82,8 @@ def answer_cmd(
         given["plan"] = "llm"
     if prioritize is not None:
         given["prioritize"] = prioritize
+    if scorer is not None:
+        given["scorer"] = scorer
     params = spec.resolve_params(given)
     if spec.llm == "required" and llm == "none":
         raise InputError(f"--method {method} needs an LLM (--llm ...)")
