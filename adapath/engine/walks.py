@@ -288,9 +288,16 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             back = dense[back_nodes]
     flow: dict[int, dict[int, float]] = {}
     for k, (nodes_here, values_here) in parts.items():
-        # summed per node in lane order (bincount adds in input order, as a loop over lanes would)
-        flat = np.concatenate(nodes_here)
-        unique, inverse = np.unique(flat, return_inverse=True)
-        sums = np.bincount(inverse, weights=np.concatenate(values_here), minlength=len(unique))
+        unique, sums = sum_by_node(nodes_here, values_here)
         flow[k] = dict(zip(unique.tolist(), sums.tolist()))
     return flow
+
+
+def sum_by_node(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Values summed per node over the parts: (sorted nodes, sums). Each node's values are
+    added in part order (bincount adds in input order), so the sums equal a loop's."""
+    if not nodes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    flat = np.concatenate(nodes).astype(np.int64)
+    unique, inverse = np.unique(flat, return_inverse=True)
+    return unique, np.bincount(inverse, weights=np.concatenate(values).astype(np.float64), minlength=len(unique))

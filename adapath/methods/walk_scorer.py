@@ -36,6 +36,7 @@ from adapath.engine.walks import (
     RelationLayers,
     heaviest_walks_through,
     propagate,
+    sum_by_node,
     through,
 )
 
@@ -123,7 +124,7 @@ class WalkScorer:
             lane_weights.append(share)
             ends.append(lane.end.nodes)
             masses.append(share * lane.end.mass)
-        cands, scores = _summed(ends, masses)
+        cands, scores = sum_by_node(ends, masses)
         meet = self._meet(junction)
         if len(meet[0]):
             at = np.searchsorted(meet[0], cands).clip(max=len(meet[0]) - 1)
@@ -180,16 +181,7 @@ class WalkScorer:
                 continue
             ends.append(lane.end.nodes)
             masses.append(weight * lane.end.mass / total)
-        return _summed(ends, masses)
-
-
-def _summed(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Values summed per node over the parts, in part order: (sorted nodes, sums)."""
-    if not nodes:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    flat = np.concatenate(nodes).astype(np.int64)
-    unique, inverse = np.unique(flat, return_inverse=True)
-    return unique, np.bincount(inverse, weights=np.concatenate(values).astype(np.float64), minlength=len(unique))
+        return sum_by_node(ends, masses)
 
 
 def _names(name: str, question: str) -> bool:
