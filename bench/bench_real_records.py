@@ -133,6 +133,7 @@ def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.methods.run import load_results, run_queries
+    from adapath.progress import Progress
 
     spec = get_method("adapath")
     params = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v)
@@ -144,8 +145,9 @@ def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder
     settings = {"variant": name, "params": params, "encoder": encoder_spec, "bank": str(bank),
                 "graph": graph.checksum(), "queries": len(queries)}
     clock = time.perf_counter()
-    summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=batch,
-                          on_batch=lambda done, total: say(f"  {name}: {done}/{total}"))
+    with Progress(None, f"  {name}", unit="questions") as bar:
+        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=batch,
+                              progress=bar)
     if summary.new:
         say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s "
             f"({1000 * (time.perf_counter() - clock) / summary.new:.0f} ms/query)")

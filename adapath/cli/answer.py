@@ -112,6 +112,17 @@ def answer_cmd(
     if replying:  # absent otherwise, so files made before --llm-option still resume
         settings["llm_options"] = replying
 
+    for q in todo:
+        missing = graph.index_of(list(q.topic_ids), missing="ignore")
+        if (missing < 0).any():
+            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
+                             f"are not in {kg}")
+    runner = None
+    if executor == "ray":
+        from adapath.methods.run_ray import RayAnswerExecutor
+
+        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
+    # made after every check: on a terminal it starts a live display that only `with bar` ends
     bar = Progress(None, "answer", unit="questions")
     steps = 0
 
@@ -129,16 +140,6 @@ def answer_cmd(
         context = MethodContext(graph, kg, backend, encoder, bank, model, params)
         return spec.make(context)
 
-    for q in todo:
-        missing = graph.index_of(list(q.topic_ids), missing="ignore")
-        if (missing < 0).any():
-            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
-                             f"are not in {kg}")
-    runner = None
-    if executor == "ray":
-        from adapath.methods.run_ray import RayAnswerExecutor
-
-        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
     with bar:
         try:
             summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,

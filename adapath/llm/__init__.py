@@ -9,6 +9,7 @@ packages are imported only by the backend that needs them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,8 +124,6 @@ class ObservedBackend:
         return self.backend.name
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
-        import time
-
         start = time.perf_counter()
         out = self.backend.generate(prompts, params)
         self.on_step(len(prompts), time.perf_counter() - start)

@@ -123,14 +123,12 @@ def _write_settings(out: Path, settings: dict) -> None:
 def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Path, *,
                 settings: dict | None = None, batch: int = 16, force: bool = False,
                 executor: Executor | None = None,
-                on_batch: Callable[[int, int], None] | None = None,
                 progress: Progress | None = None) -> RunSummary:
     """Answer ``queries`` into the JSONL file ``out``, resuming what is there.
 
     ``build`` makes the method (lazily: nothing is built when every query is done);
-    ``settings`` describe the run for the settings file; ``on_batch(done, total)`` reports
-    progress after each batch; ``progress`` is sized to the whole run (finished questions
-    included) and advanced per batch.
+    ``settings`` describe the run for the settings file; ``progress`` is sized to the whole
+    run (finished questions included) and advanced per batch.
     """
     if batch < 1:
         raise InputError("--batch must be at least 1")
@@ -157,8 +155,6 @@ def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Pa
             summary.new += len(results)
             for r in results:
                 summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
-            if on_batch is not None:
-                on_batch(summary.new, len(todo))
             if progress is not None:
                 progress.update(summary.already + summary.new)
     except KeyboardInterrupt:

@@ -115,8 +115,7 @@ class WalkScorer:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
-        # a candidate's share: lane end masses summed over lanes in lane order (bincount adds
-        # in input order, so the sums are the same as a loop's)
+        # a candidate's share: its lane end masses, each lane normalized and weighted
         lane_weights, ends, masses = [], [], []
         for lane, weight in main:
             total = lane.end.mass.sum()
@@ -125,14 +124,14 @@ class WalkScorer:
             ends.append(lane.end.nodes)
             masses.append(share * lane.end.mass)
         cands, scores = sum_by_node(ends, masses)
-        meet = self._meet(junction)
-        if len(meet[0]):
-            at = np.searchsorted(meet[0], cands).clip(max=len(meet[0]) - 1)
-            met = meet[0][at] == cands
-            if met.any():
-                cands, scores = cands[met], scores[met] * meet[1][at[met]]
-            else:
-                meet = (meet[0][:0], meet[1][:0])
+        meet_nodes, meet_shares = self._meet(junction)
+        joined = False  # the two topics' walks meet at some candidate
+        if len(meet_nodes):
+            at = np.searchsorted(meet_nodes, cands).clip(max=len(meet_nodes) - 1)
+            met = meet_nodes[at] == cands
+            joined = bool(met.any())
+            if joined:
+                cands, scores = cands[met], scores[met] * meet_shares[at[met]]
         if len(cands):
             scores = scores * np.exp(c.end * cosine(j, cands))
         order = np.lexsort((cands, -scores))
@@ -153,7 +152,7 @@ class WalkScorer:
             found.sort(key=lambda x: (-x[0], x[1]))
             paths += [(s, nodes, rels) for s, nodes, rels in found[: c.walks_per_answer]]
         junction_paths = []
-        if len(meet[0]):
+        if joined:
             for v, _ in top:
                 for lane, _weight in junction:
                     if lane.end.at(v) >= 0:
@@ -167,7 +166,7 @@ class WalkScorer:
             for depth, flow in flows.items():
                 order = sorted(flow.items(), key=lambda item: (-item[1], item[0]))
                 explored[depth] = sorted(v for v, _ in order[: c.explore])
-        return WalkOutcome(top if top else [], [(nodes, rels) for _, nodes, rels in paths], junction_paths,
+        return WalkOutcome(top, [(nodes, rels) for _, nodes, rels in paths], junction_paths,
                            explored)
 
     @staticmethod
