@@ -165,13 +165,16 @@ def methods_cmd(
 
     methods = all_methods()
     if as_json:
-        print(json.dumps({name: {"summary": s.summary, "paper": s.paper, "llm": s.llm, "needs": list(s.needs),
+        print(json.dumps({name: {"summary": s.summary, "paper": s.paper, "repository": s.repository,
+                                 "deviations": list(s.deviations), "llm": s.llm, "needs": list(s.needs),
                                  "params": {p.name: {"default": p.default, "help": p.help} for p in s.params}}
                           for name, s in methods.items()}, indent=2))
         return
     table = Table(show_lines=False)
-    for column in ("method", "what it is", "follows", "flags"):
+    for column in ("method", "what it is", "follows", "flags", "differs from the official code"):
         table.add_column(column, overflow="fold")
     for name, s in methods.items():
-        table.add_row(name, s.summary, s.paper, s.flags())
+        follows = s.paper + (f"\n{s.repository}" if s.repository else "")
+        differs = "\n".join(f"- {d}" for d in s.deviations) or "-"
+        table.add_row(name, s.summary, follows, s.flags(), differs)
     out_console.print(table)

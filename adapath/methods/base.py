@@ -149,6 +149,9 @@ class MethodSpec:
     needs: tuple[str, ...] = ()  # other context it needs: "bank", "model"
     params: tuple[Param, ...] = ()
     path_finding: bool = True  # its results carry graph paths (Table 4 rows)
+    repository: str = ""  # the official code it follows, "owner/name" ("" when there is none)
+    # Every way it still differs from that code by default, each with its reason.
+    deviations: tuple[str, ...] = ()
 
     def resolve_params(self, given: dict[str, str]) -> dict[str, Any]:
         """Defaults overridden by ``--param`` values; unknown names are an error."""
