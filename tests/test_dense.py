@@ -37,7 +37,9 @@ def test_openvino_backend_gives_the_torch_vectors():
              "A rare disorder of the connective tissue " * 10]
     torch_vectors = make_encoder("minilm").encode(texts)
     openvino_vectors = make_encoder("minilm", backend="openvino").encode(texts)
-    assert np.min(np.sum(torch_vectors * openvino_vectors, axis=1)) > 0.99999
+    # OpenVINO's fused kernels round differently from torch's: cosines sit near 0.99999, while a
+    # wrong model or pooling scores below 0.99.
+    assert np.min(np.sum(torch_vectors * openvino_vectors, axis=1)) > 0.9999
 
 
 def test_small_batches_run_on_one_thread_with_the_same_vectors():
