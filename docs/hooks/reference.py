@@ -3,8 +3,9 @@
 - ``reference/cli.md``: every command of the Typer app, with every argument and option;
 - ``reference/methods.md``: every registered method (name, paper, official repository,
   parameters, deviations) from ``adapath.methods.registry.all_methods()``;
-- in ``reference/formats.md``, the markers ``<!-- generated:NAME -->`` are replaced by tables
-  built from the Path-Bank's Parquet schema and the result line's fields.
+- in ``reference/formats.md`` and ``getting-started/install.md``, the markers ``<!-- generated:NAME -->`` are replaced by tables
+  built from the Path-Bank's Parquet schema and the result line's fields, and by the README's
+  two set-up commands.
 
 The generated pages are never written into docs/; ``tests/test_docs.py`` imports this file to
 check that the CLI page lists every option.
@@ -159,6 +160,15 @@ def result_fields_markdown() -> str:
     return "\n".join(rows)
 
 
+def readme_setup_block(name: str) -> str:
+    """The fenced command after ``<!-- setup:NAME -->`` in README.md, as .ci/run extracts it."""
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(rf"^<!-- setup:{name} -->\n(```bash\n.*?\n```)$", readme, re.S | re.M)
+    if not match:
+        raise ValueError(f"README.md has no <!-- setup:{name} --> command")
+    return match.group(1)
+
+
 GENERATED_PAGES = {
     "reference/cli.md": cli_reference_markdown,
     "reference/methods.md": methods_reference_markdown,
@@ -166,6 +176,8 @@ GENERATED_PAGES = {
 MARKERS = {
     "bank-schema": bank_schema_markdown,
     "result-fields": result_fields_markdown,
+    "setup-main": lambda: readme_setup_block("main"),
+    "setup-test": lambda: readme_setup_block("test"),
 }
 
 
