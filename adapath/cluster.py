@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from adapath.errors import InputError
 
@@ -64,8 +64,13 @@ def connect(address: str | None, cpus: int, object_store_bytes: int = MIN_OBJECT
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise InputError(f"--ray-address {address}: no Ray cluster answers there ({reason})") from None
+    # a cluster on loopback (a local one another process started) is joined in the same
+    # local-only mode: outside it the driver would look for its node at a routable address
+    bare_host = host.strip("[]") if address != "auto" else ""
+    joining_loopback = bare_host == "localhost" or is_loopback_address(bare_host)
     try:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        with local_only_mode(ray) if joining_loopback else nullcontext():
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError, TimeoutError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"--ray-address {address}: could not join a Ray cluster there ({first})") from None

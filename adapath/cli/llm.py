@@ -25,7 +25,7 @@ def llm_serve(
     batch_wait_ms: float = typer.Option(5.0, "--batch-wait-ms", help="How long to gather requests into one batch (ms)."),
 ) -> None:
     """Serve /v1/chat/completions and /v1/models over any adapath backend until Ctrl-C."""
-    from adapath.llm.serve import is_loopback, make_server
+    from adapath.llm.serve import exposure_warning, make_server
 
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port}: expected 0 to 65535")
@@ -39,8 +39,9 @@ def llm_serve(
                              api_key=api_key or None)
     except OSError as exc:
         raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
-    if not is_loopback(host) and not api_key:
-        say(f"warning: listening on {host} without --api-key: anyone who reaches this address can use the model")
+    warning = exposure_warning(host, api_key)
+    if warning:
+        say(warning)
     shown = f"[{host}]" if ":" in host else host
     say(f"serving {llm} as {name!r} on http://{shown}:{server.server_port}/v1 "
         f"(clients: --llm openai:http://{shown}:{server.server_port}/v1#{name}"

@@ -10,7 +10,6 @@ packages are imported only by the backend that needs them.
 from __future__ import annotations
 
 import os
-
 import time
 from dataclasses import dataclass
 from typing import Any

@@ -260,3 +260,10 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
 
 def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def exposure_warning(host: str, api_key: str | None) -> str | None:
+    """The start-up warning for a server that anyone beyond this machine may use, if any."""
+    if is_loopback(host) or api_key:
+        return None
+    return f"warning: listening on {host} without --api-key: anyone who reaches this address can use the model"
