@@ -41,3 +41,20 @@ def test_results_kept_are_named_with_their_count(io_world, tmp_path, capsys):  #
     assert code == 2 and "LLM backend failed" in err, err
     assert f"2 finished results are kept in {out}" in err
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_an_interrupt_before_any_result_names_no_file(tmp_path):
+    from adapath.methods.base import Query
+    from adapath.methods.run import Interrupted, run_queries
+
+    class Stops:
+        def answer(self, queries):
+            raise KeyboardInterrupt
+
+    out = tmp_path / "x.jsonl"
+    try:
+        run_queries(Stops, [Query("1", "explicit", "q?", (1,))], out)
+    except Interrupted as exc:
+        message = str(exc)
+    assert not out.exists()
+    assert message == "interrupted before any result was finished; nothing was written"

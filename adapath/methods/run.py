@@ -31,7 +31,8 @@ class Interrupted(Exception):
     """Ctrl-C during a run; ``kept`` results are safely on disk."""
 
     def __init__(self, kept: int, out: Path):
-        super().__init__(f"interrupted: {kept} results kept in {out}; rerun the same command to resume")
+        super().__init__(f"interrupted: {kept} results kept in {out}; rerun the same command to resume" if kept
+                         else "interrupted before any result was finished; nothing was written")
         self.kept = kept
 
 
