@@ -86,15 +86,20 @@ def local_only_mode(ray):
     """Ray's local-only mode while a local cluster starts: in the environment its processes
     inherit, and in the flag Ray read from it when it was imported (which may have been
     before this call). Both are restored afterwards, so joining a cluster later is unchanged."""
-    from ray._private import ray_constants
-
-    saved_env, saved_flag = os.environ.get(LOCAL_ONLY_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # another Ray layout: the environment alone, and the start-up check
+        ray_constants = None
+    saved_env = os.environ.get(LOCAL_ONLY_ENV)
+    saved_flag = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
     os.environ[LOCAL_ONLY_ENV] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    if saved_flag is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
     finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_flag is not None:
+            ray_constants.ENABLE_RAY_CLUSTER = saved_flag
         if saved_env is None:
             os.environ.pop(LOCAL_ONLY_ENV, None)
         else:
