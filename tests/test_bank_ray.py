@@ -1,11 +1,12 @@
 """Path-Bank builds on a local Ray cluster (2 CPUs, loopback only) against the local build:
-any worker count, a worker killed mid-task, a driver killed and rerun, a bad address.
+any worker count, a worker killed mid-task, a driver killed and rerun, a bad address, and
+every socket the cluster listens on is a loopback one.
 
 One cluster serves the module; the graph and query set are tiny so that the time goes to
 what is tested (worker start-up dominates)."""
 
+import ipaddress
 import json
-import logging
 import os
 import signal
 import socket
@@ -32,8 +33,10 @@ TASK_TITLE = "ray::run_bank_batch"  # Ray titles a worker process after the task
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             object_store_memory=96 * 2**20, logging_level=logging.ERROR, log_to_driver=False)
+    """The local cluster `--executor ray` starts (adapath.cluster.connect), shared by the module."""
+    from adapath.cluster import connect
+
+    assert connect(None, 2)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -155,3 +158,49 @@ def test_bad_ray_address_is_one_line_and_exit_2(job, tmp_path, address):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--ray-address" in lines[0] and address in lines[0], proc.stderr
     assert not (tmp_path / "bank").exists()
+
+
+def listening(pid):
+    """(process, address, port) of every listening TCP / bound UDP socket of a process tree,
+    straight from psutil."""
+    root = psutil.Process(pid)
+    found = set()
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            for conn in proc.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN or (conn.type == socket.SOCK_DGRAM and conn.laddr):
+                    found.add((proc.name(), conn.laddr.ip, conn.laddr.port))
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_every_socket_of_a_ray_build_is_on_loopback(cluster, job, tmp_path, capsys):
+    """While `bank build --executor ray` runs (on the cluster the CLI would start), the driver,
+    GCS, raylet, agents and the workers inside bank tasks listen on loopback only."""
+    from tests.conftest import run_cli
+
+    root, _, _ = job
+    seen, done = set(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.update(listening(os.getpid()))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        code, _, err = run_cli(["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}",
+                                "--out", tmp_path / "bank", "--batch", "3", "--executor", "ray", "--workers", "2"],
+                               capsys)
+    finally:
+        done.set()
+        watcher.join()
+    assert code == 0, err
+    names = {name for name, _, _ in seen}
+    assert {"gcs_server", "raylet"} <= names and any(n.startswith("ray::") for n in names), names
+    exposed = [(name, ip, port) for name, ip, port in seen
+               if not ipaddress.ip_address(ip.removeprefix("::ffff:")).is_loopback]
+    assert not exposed, exposed
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}

@@ -321,7 +321,7 @@ def test_bad_inputs_are_one_line_errors(graph, tmp_path, capsys):
     assert code == 2 and "no such result file" in err
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": "1", "level": "explicit", "answer": "x",
                                                 "explored_edges": {"1": [[1, 2]]}}])
-    with pytest.raises(InputError, match="explored_edges"):
+    with pytest.raises(ValueError, match="explored_edges"):  # checked when read
         build_report({"bad": results(json.loads(x) for x in bad.read_text().splitlines())},
                      records_query_set(RECORDS), None)
     code, _, err = run_cli(["eval", "--results", stray], capsys)

@@ -307,7 +307,7 @@ def test_bad_inputs_are_one_line_errors_without_output(world, tmp_path, capsys):
     assert code == 2 and "'99' has no question" in err
     bent = write_jsonl(tmp_path / "bent.jsonl", [{"id": "1", "answer": "x", "paths": [[[ext(3), "indication"]]]}])
     code, _, err = run_cli(base + ["--results", bent], capsys)
-    assert code == 2 and "is not [head, relation, tail]" in err
+    assert code == 2 and "bent.jsonl:1: field 'paths'" in err and "is not [head_id, relation, tail_id]" in err
     code, _, err = run_cli(["bank", "view", tmp_path, "--out", out], capsys)
     assert code == 2 and "not a Path-Bank" in err
     assert not out.exists() and "Traceback" not in err

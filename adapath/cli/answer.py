@@ -145,7 +145,7 @@ def answer_cmd(
             summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
                                   progress=bar)
         except LLMError as exc:
-            raise InputError(f"LLM backend failed: {exc}; finished results are kept in {out}") from None
+            raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None
     say(f"wrote {out}: {summary.new} new results ({summary.already} already there) in {summary.seconds:.1f} s")
     if llm != "none" and summary.new:
         say(f"answers read from the LLM reply: {summary.answer_sources.get('braces', 0)} in braces, "
@@ -153,6 +153,16 @@ def answer_cmd(
             f"{summary.answer_sources.get('stated', 0)} stated in words without braces, "
             f"{summary.answer_sources.get('best-path', 0)} unreadable (best path's end used), "
             f"{summary.answer_sources.get('none', 0)} empty")
+
+
+def kept_note(out: Path) -> str:
+    """"; N finished results are kept in OUT" when OUT holds results, else nothing to say."""
+    try:
+        with open(out, "rb") as handle:
+            kept = sum(1 for line in handle if line.strip())
+    except OSError:
+        return ""
+    return f"; {kept} finished results are kept in {out}" if kept else ""
 
 
 def methods_cmd(

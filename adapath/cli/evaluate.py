@@ -63,14 +63,17 @@ def eval_report(
     from adapath.eval.report import write_reports
     from adapath.eval.tables import table2, table3
     from adapath.llm import make_backend
+    from adapath.progress import Progress
 
     judge_options = llm_options(judge_llm, llm_option)
     questions = _load_questions(queries)
     graph = _load_graph(kg)
     runs = load_result_files(results)
     ablations = load_result_files(ablation, "--ablation") if ablation else None
-    report = write_reports(runs, questions, graph, out, ablations, judge=make_backend(judge_llm, judge_options),
-                           resamples=resamples, seed=seed)
+    judge = make_backend(judge_llm, judge_options)
+    with Progress(None, "eval", unit="results") as bar:  # made after every input check
+        report = write_reports(runs, questions, graph, out, ablations, judge=judge, resamples=resamples, seed=seed,
+                               progress=bar)
     say(report["gold_set"])
     for name, summary in report["methods"].items():
         counts = ", ".join(f"{k} {v}" for k, v in summary["answer_sources"].items())

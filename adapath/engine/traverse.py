@@ -8,7 +8,8 @@ import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.kernels.expand import any_walk, expand_mask, typed_slice
+from adapath.errors import InputError
+from adapath.kernels.expand import any_walk, expand_mask, typed_slice, walk_reaches
 
 
 def metapath_codes(graph: KnowledgeGraph, metapath: MetaPath) -> tuple[np.ndarray, np.ndarray] | None:
@@ -38,6 +39,40 @@ def reach(graph: KnowledgeGraph, sources, metapath: MetaPath) -> np.ndarray:
         if len(frontier) == 0:
             break
     return frontier
+
+
+class WalkChecker:
+    """Many "does a typed walk from this node along this meta-path end at that node?" checks
+    on one graph (the same answer as ``target in reach(graph, [source], metapath)``), with
+    scratch arrays and parsed meta-paths kept between checks."""
+
+    def __init__(self, graph: KnowledgeGraph):
+        self.graph = graph
+        self._scratch = np.zeros((5, max(graph.num_nodes, 1)), dtype=np.int64)
+        self._tick = 0
+        self._codes: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def codes(self, metapath: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(type codes, relation codes) of a meta-path's text; None when it does not parse or
+        names a type or relation the graph lacks."""
+        if metapath not in self._codes:
+            try:
+                parsed = MetaPath.parse(metapath)
+            except (InputError, ValueError):
+                parsed = None
+            self._codes[metapath] = None if parsed is None else metapath_codes(self.graph, parsed)
+        return self._codes[metapath]
+
+    def reaches(self, source: int, metapath: str, target: int) -> bool:
+        """Internal node indices; an unusable meta-path reaches nothing."""
+        codes = self.codes(metapath)
+        if codes is None:
+            return False
+        types, rels = codes
+        g = self.graph
+        reached, self._tick = walk_reaches(g.indptr, g.indices, g.rel, g.node_type, int(source), rels, types,
+                                           int(target), self._scratch, self._tick)
+        return bool(reached)
 
 
 def realizable(graph: KnowledgeGraph, source: int, metapath: MetaPath) -> bool:

@@ -86,10 +86,11 @@ def _files(runs) -> list[ResultFile]:
     return list(runs)
 
 
-def score_files(files: list[ResultFile], query_sets: list[QuerySet], graph: KnowledgeGraph | None
-                ) -> tuple[dict[str, list[dict]], dict[str, list[Result]], list]:
+def score_files(files: list[ResultFile], query_sets: list[QuerySet], graph: KnowledgeGraph | None,
+                progress=None) -> tuple[dict[str, list[dict]], dict[str, list[Result]], list]:
     """Rows and results by method name (files of one name pooled), and the items answered.
-    A (set, id, level) answered twice under one name is an error."""
+    A (set, id, level) answered twice under one name is an error. ``progress`` is advanced
+    per result scored."""
     rows: dict[str, list[dict]] = {}
     results: dict[str, list[Result]] = {}
     seen: dict[str, dict[tuple, object]] = {}
@@ -105,23 +106,26 @@ def score_files(files: list[ResultFile], query_sets: list[QuerySet], graph: Know
             keys[key] = f.path or "the same results"
             if result.id in items:
                 answered[(query_set.spec, result.id)] = items[result.id]
-        rows.setdefault(f.name, []).extend(record_scores(f.results, query_set, graph))
+        rows.setdefault(f.name, []).extend(record_scores(f.results, query_set, graph, progress=progress))
         results.setdefault(f.name, []).extend(f.results)
     return rows, results, list(answered.values())
 
 
 def build_report(runs, query_sets, graph: KnowledgeGraph | None, ablations=None, judge=None,
-                 resamples: int = 1000, seed: int = 42) -> dict:
+                 resamples: int = 1000, seed: int = 42, progress=None) -> dict:
     """Every method's summary and the report's settings, as metrics.json holds them. ``runs``
     and ``ablations`` are ``ResultFile`` lists or ``{name: results}``; ``query_sets`` one
-    ``QuerySet`` or a list."""
+    ``QuerySet`` or a list. ``progress`` (an ``adapath.progress.Progress``) is sized to every
+    result and advanced as each is scored."""
     files = _files(runs)
+    if progress is not None:
+        progress.set_total(sum(len(f.results) for f in files + (_files(ablations) if ablations else [])))
     if not files:
         raise InputError("no result files to evaluate")
     query_sets = [query_sets] if isinstance(query_sets, QuerySet) else list(query_sets)
     if judge is not None and graph is None:
         raise InputError("the relevance judge needs --kg (triplet names)")
-    rows, results, answered = score_files(files, query_sets, graph)
+    rows, results, answered = score_files(files, query_sets, graph, progress)
     items = {(qs.spec, item.id): item for qs in query_sets for item in qs.items}
     methods, path_finding = {}, []
     for name, method_rows in rows.items():
@@ -138,7 +142,7 @@ def build_report(runs, query_sets, graph: KnowledgeGraph | None, ablations=None,
               "methods": methods}
     if ablations:
         full = next(iter(methods))
-        ablation_rows, _, _ = score_files(_files(ablations), query_sets, graph)
+        ablation_rows, _, _ = score_files(_files(ablations), query_sets, graph, progress)
         report["ablations"] = {full: methods[full]} | {
             name: summarize(r, resamples, seed) for name, r in ablation_rows.items()}
     return report
@@ -163,11 +167,11 @@ def render(report: dict) -> dict[str, str]:
 
 def write_reports(runs, query_sets, graph: KnowledgeGraph | None, out: str | Path,
                   ablations: dict[str, list[Result]] | None = None, judge=None, resamples: int = 1000,
-                  seed: int = 42) -> dict:
+                  seed: int = 42, progress=None) -> dict:
     """Score, lay out and write the report folder atomically; returns metrics.json's content."""
     from adapath.fsutil import atomic_dir
 
-    report = build_report(runs, query_sets, graph, ablations, judge, resamples, seed)
+    report = build_report(runs, query_sets, graph, ablations, judge, resamples, seed, progress)
     docs = render(report)
     with atomic_dir(out, overwrite=True) as tmp:
         (tmp / "metrics.json").write_text(json.dumps(report, indent=2))

@@ -26,12 +26,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-import numpy as np
-
 from adapath.datasets.specs import Gold, Item, QuerySet
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.metapath import MetaPath
-from adapath.engine.traverse import reach
+from adapath.engine.traverse import WalkChecker
 from adapath.errors import InputError
 from adapath.eval.metrics import (
     em_lenient,
@@ -83,14 +80,15 @@ def answer_marks(answer: str, item: Item, names: list[str]) -> tuple[bool, bool]
 
 
 def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, graph: KnowledgeGraph | None,
-                  kinds: dict[str, str] | None = None) -> list[dict]:
+                  kinds: dict[str, str] | None = None, progress=None) -> list[dict]:
     """One row of scores per result, against a question set (or items by id, with each id's
-    benchmark kind); a result without a question, or a question without gold, is an error."""
+    benchmark kind); a result without a question, or a question without gold, is an error.
+    ``progress`` (an ``adapath.progress.Progress``) is advanced per result."""
     spec = ""
     if isinstance(items, QuerySet):
         spec, kinds, items = items.spec, {item.id: items.kind for item in items.items}, items.by_id()
     kinds = kinds or {}
-    walks: dict[tuple[int, str, int], bool] = {}  # (topic, meta-path, answer) -> reached
+    walks = Traversability(graph) if graph is not None else None
     rows = []
     for result in results:
         item = items.get(result.id)
@@ -123,9 +121,10 @@ def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, grap
                 if graph is not None and gold.path_node_ids:
                     alternatives = list(dict.fromkeys(m for m in listed if m != gold.metapath))
                     answer = gold.answer_ids[0] if gold.answer_ids else gold.path_node_ids[-1]
-                    row["traversable"] = [reaches(graph, gold.path_node_ids[0], m, answer, walks)
-                                          for m in alternatives]
+                    row["traversable"] = [walks.reaches(gold.path_node_ids[0], m, answer) for m in alternatives]
         rows.append(row)
+        if progress is not None:
+            progress.advance()
     return rows
 
 
@@ -166,18 +165,25 @@ def retrieved_triplets(result: Result) -> dict[int, list[tuple]]:
     return pools
 
 
-def reaches(graph: KnowledgeGraph, topic_id: int, metapath: str, answer_id: int,
-            cache: dict[tuple[int, str, int], bool]) -> bool:
-    """Does a typed walk from the topic along the meta-path end at the answer? (External ids;
-    an unparsable meta-path or a topic not in the graph reaches nothing.) The cache spares the
-    walk for the same question at another level."""
-    key = (int(topic_id), metapath, int(answer_id))
-    if key not in cache:
-        topic, answer = (int(v) for v in graph.index_of([topic_id, answer_id], missing="ignore"))
-        try:
-            parsed = MetaPath.parse(metapath)
-        except (InputError, ValueError):
-            parsed = None
-        cache[key] = (topic >= 0 and answer >= 0 and parsed is not None
-                      and bool(np.isin(answer, reach(graph, [topic], parsed))))
-    return cache[key]
+class Traversability:
+    """Does a typed walk from the topic along a meta-path end at the answer? (External ids;
+    an unparsable meta-path or a topic or answer not in the graph reaches nothing.) One
+    ``WalkChecker`` serves every check, and answers are cached by (topic, meta-path, answer):
+    the same question at another level asks again."""
+
+    def __init__(self, graph: KnowledgeGraph):
+        self.graph, self.checker = graph, WalkChecker(graph)
+        self.cache: dict[tuple[int, str, int], bool] = {}
+        self._index: dict[int, int] = {}
+
+    def _node(self, external: int) -> int:
+        if external not in self._index:
+            self._index[external] = int(self.graph.index_of([external], missing="ignore")[0])
+        return self._index[external]
+
+    def reaches(self, topic_id: int, metapath: str, answer_id: int) -> bool:
+        key = (int(topic_id), metapath, int(answer_id))
+        if key not in self.cache:
+            topic, answer = self._node(key[0]), self._node(key[2])
+            self.cache[key] = topic >= 0 and answer >= 0 and self.checker.reaches(topic, metapath, answer)
+        return self.cache[key]

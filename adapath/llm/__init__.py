@@ -9,6 +9,7 @@ packages are imported only by the backend that needs them.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -39,13 +40,14 @@ LOADING: dict[str, dict[str, type]] = {
              "enable_prefix_caching": bool, "dtype": str},
     "hf": {"device": str, "dtype": str},
     "gguf": {"n_ctx": int, "n_threads": int, "n_gpu_layers": int},
-    "openai": {"timeout": float, "retries": int, "concurrency": int},
+    "openai": {"timeout": float, "retries": int, "concurrency": int, "api_key": str},
 }
 # Options that change where or how fast a model runs, not what it replies: a result file may
 # be resumed with other values of these.
 PLACEMENT = frozenset({"device", "n_threads", "n_gpu_layers", "gpu_memory_utilization", "tensor_parallel_size",
                        "pipeline_parallel_size", "distributed_executor_backend",
-                       "enable_prefix_caching", "timeout", "retries", "concurrency"})
+                       "enable_prefix_caching", "timeout", "retries", "concurrency",
+                       "api_key"})  # api_key: a secret, never written into a settings file
 _SPECS = "none, vllm:MODEL, openai:URL#MODEL, hf:PATH or gguf:PATH"
 
 
@@ -176,6 +178,7 @@ def _build(kind: str, rest: str, options: dict[str, Any]) -> LLMBackend:
         from adapath.llm.openai_http import OpenAIHTTPBackend
 
         url, _, model = rest.rpartition("#")
+        options.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or None)
         return OpenAIHTTPBackend(url, model, **options)
     if kind == "vllm":
         from adapath.llm.local import VLLMBackend

@@ -16,6 +16,7 @@ bind to another address only on a network you trust.
 
 from __future__ import annotations
 
+import hmac
 import json
 import queue
 import threading
@@ -155,10 +156,19 @@ def parse_request(body: dict, served: str) -> tuple[str, list[GenerationParams]]
     return "\n\n".join(parts), settings
 
 
+def authorized(header: str | None, api_key: str | None) -> bool:
+    """Does an ``Authorization`` header carry the key (always, when there is no key)?"""
+    if not api_key:
+        return True
+    scheme, _, token = (header or "").strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), api_key.encode())
+
+
 def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "adapath",
-                max_batch: int = 64, wait: float = 0.005) -> ThreadingHTTPServer:
+                max_batch: int = 64, wait: float = 0.005, api_key: str | None = None) -> ThreadingHTTPServer:
     """A server bound to (host, port) (port 0: a free one, see ``server_port``); call
-    ``serve_forever``, then ``shutdown`` and ``server_close``."""
+    ``serve_forever``, then ``shutdown`` and ``server_close``. With ``api_key``, requests
+    without ``Authorization: Bearer API_KEY`` get 401."""
     batcher = Batcher(backend, max_batch=max_batch, wait=wait)
     counter = iter(range(1, 2**62))
     lock = threading.Lock()
@@ -174,13 +184,27 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if status == 401:  # the request body was not read: this connection cannot go on
+                self.send_header("WWW-Authenticate", "Bearer")
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(data)
+
+        def _refused(self) -> bool:
+            """Answer 401 when the request lacks the key; True when it did."""
+            if authorized(self.headers.get("Authorization"), api_key):
+                return False
+            self._error(RequestError(401, "missing or wrong API key: send Authorization: Bearer KEY",
+                                     "invalid_api_key"))
+            return True
 
         def _error(self, exc: RequestError) -> None:
             self._send(exc.status, {"error": {"message": str(exc), "type": exc.kind}})
 
         def do_GET(self):
+            if self._refused():
+                return
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._send(200, {"object": "list", "data": [
                     {"id": name, "object": "model", "created": 0, "owned_by": "adapath"}]})
@@ -188,6 +212,8 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
                 self._error(RequestError(404, f"no route {self.path}", "not_found"))
 
         def do_POST(self):
+            if self._refused():
+                return
             try:
                 if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                     raise RequestError(404, f"no route {self.path}", "not_found")
@@ -234,3 +260,10 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
 
 def is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def exposure_warning(host: str, api_key: str | None) -> str | None:
+    """The start-up warning for a server that anyone beyond this machine may use, if any."""
+    if is_loopback(host) or api_key:
+        return None
+    return f"warning: listening on {host} without --api-key: anyone who reaches this address can use the model"

@@ -71,14 +71,103 @@ class Result:
 
     @classmethod
     def from_json(cls, obj: dict) -> Result:
-        if "id" not in obj or "answer" not in obj:
-            raise ValueError("a result needs at least 'id' and 'answer'")
+        """A result from its JSON line; a field of the wrong shape is a ``ResultShapeError``
+        naming the field (a missing optional field, or null, takes its default)."""
+        check_result_shape(obj)
         known = {k: obj[k] for k in _SHARED if k in obj and obj[k] is not None}
         known["id"] = str(known["id"])
         known.setdefault("level", "explicit")
         known["answer"] = str(known["answer"])
         extra = {k: v for k, v in obj.items() if k not in _SHARED}
         return cls(**known, extra=extra)
+
+
+class ResultShapeError(ValueError):
+    """A result line's field has the wrong shape; ``field`` names it."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"field '{field_name}': {message}")
+        self.field = field_name
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _depth_key(field_name: str, key) -> None:
+    try:
+        int(key)
+    except (TypeError, ValueError):
+        raise ResultShapeError(field_name, f"depth {key!r}: expected integer depths") from None
+
+
+def _check_triplets(field_name: str, steps, where: str) -> None:
+    if not isinstance(steps, list):
+        raise ResultShapeError(field_name, f"{where} must be a list of [head_id, relation, tail_id] steps")
+    for step in steps:
+        if not (isinstance(step, list) and len(step) == 3 and _is_int(step[0]) and isinstance(step[1], str)
+                and _is_int(step[2])):
+            raise ResultShapeError(field_name, f"{where}: step {step!r} is not [head_id, relation, tail_id] "
+                                   "(two node ids and a relation name)")
+
+
+def _check_metapaths(field_name: str, entries) -> None:
+    if not isinstance(entries, list):
+        raise ResultShapeError(field_name, "must be a list of {'metapath': str, 'score': float}")
+    for entry in entries:
+        if isinstance(entry, str):
+            continue
+        if not (isinstance(entry, dict) and isinstance(entry.get("metapath"), str)):
+            raise ResultShapeError(field_name, f"entry {entry!r} is not {{'metapath': str, 'score': float}}")
+
+
+def check_result_shape(obj: dict) -> None:
+    """Every field a reader relies on has the shape ``Result`` documents (see its fields);
+    the first that does not raises ``ResultShapeError``."""
+    for name in ("id", "answer"):
+        if obj.get(name) is None:
+            raise ResultShapeError(name, "missing (every result needs an 'id' and an 'answer')")
+        if not _is_scalar(obj[name]):
+            raise ResultShapeError(name, f"must be a string, got {type(obj[name]).__name__}")
+    for name in ("level", "method", "raw", "answer_source", "fallback"):
+        if obj.get(name) is not None and not isinstance(obj[name], str):
+            raise ResultShapeError(name, f"must be a string, got {type(obj[name]).__name__}")
+    paths = obj.get("paths")
+    if paths is not None:
+        if not isinstance(paths, list):
+            raise ResultShapeError("paths", f"must be a list of paths, got {type(paths).__name__}")
+        for i, path in enumerate(paths):
+            _check_triplets("paths", path, f"path {i}")
+    explored = obj.get("explored")
+    if explored is not None:
+        if not isinstance(explored, dict):
+            raise ResultShapeError("explored", "must be a mapping {depth: [node ids]}, "
+                                   f"got {type(explored).__name__}")
+        for depth, ids in explored.items():
+            _depth_key("explored", depth)
+            if not isinstance(ids, list) or not all(_is_int(v) for v in ids):
+                raise ResultShapeError("explored", f"depth {depth}: must be a list of node ids (integers)")
+    for name in ("metapaths", "ranked_metapaths"):
+        if obj.get(name) is not None:
+            _check_metapaths(name, obj[name])
+    edges = obj.get("explored_edges")
+    if edges is not None:
+        if not isinstance(edges, dict):
+            raise ResultShapeError("explored_edges", "must be a mapping {depth: [[head_id, relation, tail_id], ...]}, "
+                                   f"got {type(edges).__name__}")
+        for depth, steps in edges.items():
+            _depth_key("explored_edges", depth)
+            _check_triplets("explored_edges", steps, f"depth {depth}")
+    for name in ("control", "usage"):
+        if obj.get(name) is not None and not isinstance(obj[name], dict):
+            raise ResultShapeError(name, f"must be a mapping, got {type(obj[name]).__name__}")
+    for key, value in (obj.get("usage") or {}).items():
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            raise ResultShapeError("usage", f"{key!r} must be a number, got {type(value).__name__}")
 
 
 class Method(Protocol):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from adapath.errors import InputError
-from adapath.methods.base import Method, Query, Result
+from adapath.methods.base import Method, Query, Result, ResultShapeError, check_result_shape
 from adapath.progress import Progress
 
 UNPARSED = ("mentioned", "stated", "best-path", "none")
@@ -31,7 +31,8 @@ class Interrupted(Exception):
     """Ctrl-C during a run; ``kept`` results are safely on disk."""
 
     def __init__(self, kept: int, out: Path):
-        super().__init__(f"interrupted: {kept} results kept in {out}; rerun the same command to resume")
+        super().__init__(f"interrupted: {kept} results kept in {out}; rerun the same command to resume" if kept
+                         else "interrupted before any result was finished; nothing was written")
         self.kept = kept
 
 
@@ -77,13 +78,19 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
     done = set()
     good_bytes = 0
     with open(out, "rb") as handle:
-        for raw in handle:
+        for lineno, raw in enumerate(handle, start=1):
             try:
                 obj = json.loads(raw.decode("utf-8"))
                 if not raw.endswith(b"\n"):
                     raise ValueError
             except (ValueError, UnicodeDecodeError):
                 break
+            if not isinstance(obj, dict):
+                raise InputError(f"{out}:{lineno}: expected a JSON object (a result line)")
+            try:
+                check_result_shape(obj)
+            except ResultShapeError as exc:
+                raise InputError(f"{out}:{lineno}: {exc}") from None
             done.add((str(obj["id"]), obj.get("level", "")))
             good_bytes += len(raw)
     if good_bytes != out.stat().st_size:

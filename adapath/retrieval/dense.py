@@ -71,6 +71,8 @@ class SentenceEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
+
+            from adapath.quiet import quiet_third_party
         except ImportError:
             raise InputError("sentence encoders need the embed extra: pip install torch==2.13.0 "
                              "then pip install 'adapath[embed]' (or use --encoder hashing)") from None
@@ -83,6 +85,7 @@ class SentenceEncoder:
             import torch
 
             torch.set_num_threads(threads)
+        quiet_third_party()
         try:
             self.model = SentenceTransformer(path, device=device)
         except OSError as exc:

@@ -104,6 +104,12 @@ def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, ep
         raise InputError("fine-tuning needs the train extra: pip install 'adapath[train]'") from None
     if stage not in ("sft", "dpo"):
         raise InputError(f"--stage {stage!r}: choose sft or dpo")
+    import datasets
+
+    from adapath.quiet import quiet_third_party
+
+    quiet_third_party()
+    datasets.disable_progress_bars()  # "Generating train split" and "Map" bars
     dataset = load_dataset("json", data_files=str(data), split="train")
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     if tokenizer.pad_token is None:
