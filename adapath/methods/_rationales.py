@@ -25,13 +25,15 @@ def stated_answer(text: str) -> str:
     parts = _STATED.split(text or "")
     if len(parts) < 2:
         return ""
-    return parts[-1].split("\n")[0].strip().strip(_EDGES).strip()
+    answer = parts[-1].split("\n")[0].strip().strip(_EDGES).strip()
+    return answer if re.search(r"\w", answer) else ""
 
 
 def continued_answer(text: str) -> str:
     """The answer a reply gives when the prompt ended in "The answer is ": its first line
     (or what follows a repeated "The answer is")."""
-    return stated_answer(text) or (text or "").strip().split("\n")[0].strip().strip(_EDGES).strip()
+    line = (text or "").strip().split("\n")[0].strip().strip(_EDGES).strip()
+    return stated_answer(text) or (line if re.search(r"\w", line) else "")
 
 
 def answer_key(answer: str, options: tuple[str, ...]) -> str:

@@ -215,16 +215,25 @@ def train(graph, config: KGEConfig = KGEConfig()) -> TripletScorer:
     return scorer
 
 
+_TRAINED: dict[tuple[str, str], TripletScorer] = {}  # this process's scorers, so a rebuilt method trains once
+
+
 def scorer_for_graph(graph, graph_dir: str | Path | None = None, config: KGEConfig = KGEConfig(),
                      cache_dir: str | Path | None = None) -> TripletScorer:
     """The cached scorer of ``graph`` with ``config``, trained (and cached) when there is none."""
     name = f"kge-distmult-{graph.checksum()[:12]}-{config.key()}"
+    if (graph.checksum(), config.key()) in _TRAINED:
+        return _TRAINED[graph.checksum(), config.key()]
     places = GraphCache(graph_dir, graph.checksum(), cache_dir) if graph_dir is not None else None
     found = places.find(name, "scorer.npz") if places is not None else None
     if found is not None:
-        return TripletScorer.load(found / "scorer.npz")
-    scorer = train(graph, config)
-    where = places.writable(name) if places is not None else None
-    if where is not None:
-        scorer.save(where / "scorer.npz")
+        scorer = TripletScorer.load(found / "scorer.npz")
+    else:
+        scorer = train(graph, config)
+        where = places.writable(name) if places is not None else None
+        if where is not None:
+            scorer.save(where / "scorer.npz")
+    if len(_TRAINED) >= 4:
+        _TRAINED.clear()
+    _TRAINED[graph.checksum(), config.key()] = scorer
     return scorer
