@@ -1,8 +1,8 @@
 """The sampled two-rationale chain of thought that CoK's stage 1 and ToG-2's gate share.
 
 - ``sample_chains``: ``n`` chains of thought per question at a temperature, sent as one
-  backend batch of seeded copies (sample i uses seed + i) and charged as one call per
-  question, as the authors' one request for ``n`` completions is;
+  backend batch of seeded copies (sample i uses seed + i) and charged as the authors' one
+  request for ``n`` completions is (one call, the prompt's tokens once);
 - ``stated_answer`` / ``read_chain``: the answer after "The answer is" and the two rationales;
 - ``consistency``: the majority answer and its share, the self-consistency score.
 """
@@ -92,14 +92,17 @@ def consistency(replies: list[str], options: tuple[str, ...], voters: int | None
 
 def sample_chains(call: LLMCaller, prompts: list[str], owners: list[int], usages: list[Usage], n: int,
                   params: GenerationParams) -> list[list[str]]:
-    """``n`` sampled replies per prompt (seeds ``params.seed + i``), one backend batch; each
-    prompt's ``n`` samples are charged as one call (one request for n completions)."""
+    """``n`` sampled replies per prompt (seeds ``params.seed + i``), one backend batch. Each
+    prompt's ``n`` copies are charged as the one request for ``n`` completions they stand for:
+    one call, its prompt tokens once, every completion's tokens."""
     if not prompts:
         return []
     settings = [GenerationParams(params.max_tokens, params.temperature, params.top_p, params.seed + i, params.stop)
                 for i in range(n)]
+    before = {j: (usages[j].calls, usages[j].prompt_tokens) for j in owners}
     replies = call([p for p in prompts for _ in range(n)], [j for j in owners for _ in range(n)], usages,
                    settings * len(prompts))
-    for j in owners:  # n copies were sent; they stand for one request
-        usages[j].calls -= n - 1
+    for j, (calls, prompt_tokens) in before.items():  # identical copies: each holds 1/n of the increase
+        usages[j].calls = calls + (usages[j].calls - calls) // n
+        usages[j].prompt_tokens = prompt_tokens + (usages[j].prompt_tokens - prompt_tokens) // n
     return [replies[i * n:(i + 1) * n] for i in range(len(prompts))]
