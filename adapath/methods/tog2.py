@@ -380,8 +380,9 @@ METHODS = [MethodSpec(
     "Think-on-Graph 2.0 (Ma et al., ICLR 2025)", _build, llm="required", repository="IDEA-FinAI/ToG-2",
     deviations=(
         "node descriptions stand in for the Wikipedia pages ToG-2 retrieves from, and a node without one gets "
-        "its name and typed one-hop facts as text (ToG-2 drops an entity without a page; here 558 of 2,612 dev "
-        "path nodes have no description, so dropping them would cut 333 of 898 gold paths)",
+        "its name and typed one-hop facts as text (ToG-2 drops an entity without a page; in the 898 BioStrat-QA "
+        "dev records 389 of the 1,732 path nodes have no description, and 333 gold paths pass one after the "
+        "topic, so dropping them would make those paths unreachable)",
         "the gate's samples are n seeded copies of the prompt in one batch when the backend takes no n "
         "parameter; they are charged as the one request they stand for",
         "worked examples are biomedical, in this project's words, in the authors' format and number (the "
