@@ -102,7 +102,7 @@ class KGARevion:
         fact = self.resolver.holds(heads, code, tails)
         if self.review_mode == "oracle":
             return Review(triplet, "accepted" if fact else "rejected", fact, heads, tails, code)
-        h, t, score = self.scorer.best(heads, code, tails)
+        _, _, score = self.scorer.best(heads, code, tails)
         return Review(triplet, "accepted" if self.scorer.accepts(score) else "rejected", fact, heads, tails, code,
                       round(score, 4))
 

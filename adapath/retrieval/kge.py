@@ -186,25 +186,30 @@ def train(graph, config: KGEConfig = KGEConfig()) -> TripletScorer:
     steps_per_epoch = max(1, -(-len(fit) // config.batch))
     steps = min(config.epochs * steps_per_epoch, config.max_steps) if len(fit) else 0
     k = config.negatives
-    with torch.enable_grad():
-        for step in range(steps):
-            if step % steps_per_epoch == 0:
-                fit = fit[rng.permutation(len(fit))]
-            batch = fit[(step % steps_per_epoch) * config.batch:][: config.batch]
-            h, r, t = head[batch], rel[batch], tail[batch]
-            nh, nr, nt = corrupter.corrupt(np.repeat(h, k), np.repeat(r, k), np.repeat(t, k))
-            hh = torch.from_numpy(np.concatenate([h, nh]))
-            rr = torch.from_numpy(np.concatenate([r, nr]))
-            tt = torch.from_numpy(np.concatenate([t, nt]))
-            target = torch.cat([torch.ones(len(h)), torch.zeros(len(nh))])
-            weight = torch.cat([torch.full((len(h),), float(k)), torch.ones(len(nh))])  # balance the classes
-            eh, er, et = entity(hh), relation(rr), entity(tt)
-            logits = (eh * er * et).sum(-1)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, weight=weight) + \
-                config.l2 * (eh.pow(2).sum(-1) + et.pow(2).sum(-1) + er.pow(2).sum(-1)).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small kernels: one thread is as fast, and never stalls on a busy machine
+    try:
+        with torch.enable_grad():
+            for step in range(steps):
+                if step % steps_per_epoch == 0:
+                    fit = fit[rng.permutation(len(fit))]
+                batch = fit[(step % steps_per_epoch) * config.batch:][: config.batch]
+                h, r, t = head[batch], rel[batch], tail[batch]
+                nh, nr, nt = corrupter.corrupt(np.repeat(h, k), np.repeat(r, k), np.repeat(t, k))
+                hh = torch.from_numpy(np.concatenate([h, nh]))
+                rr = torch.from_numpy(np.concatenate([r, nr]))
+                tt = torch.from_numpy(np.concatenate([t, nt]))
+                target = torch.cat([torch.ones(len(h)), torch.zeros(len(nh))])
+                weight = torch.cat([torch.full((len(h),), float(k)), torch.ones(len(nh))])  # balance the classes
+                eh, er, et = entity(hh), relation(rr), entity(tt)
+                logits = (eh * er * et).sum(-1)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, weight=weight) + \
+                    config.l2 * (eh.pow(2).sum(-1) + et.pow(2).sum(-1) + er.pow(2).sum(-1)).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
 
     scorer = TripletScorer(entity.weight.detach().numpy().astype(np.float32),
                            relation.weight.detach().numpy().astype(np.float32), 0.0, float("nan"))
