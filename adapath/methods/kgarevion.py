@@ -227,6 +227,11 @@ def _build(context: MethodContext) -> KGARevion:
     if p["review"] == "kge":
         from adapath.retrieval.kge import KGEConfig, scorer_for_graph
 
+        try:
+            import torch  # noqa: F401  (the scorer trains with it)
+        except ImportError:
+            raise InputError("--method kgarevion: the review scorer needs torch (pip install 'adapath[embed]'), "
+                             "or use --param review=oracle") from None
         scorer = scorer_for_graph(context.graph, context.graph_dir,
                                   KGEConfig(dim=p["kge_dim"], epochs=p["kge_epochs"], seed=p["seed"]))
     return KGARevion(context.graph, context.encoder(), context.llm, scorer, p["review"], p["rounds"],
