@@ -97,6 +97,9 @@ def sample_chains(call: LLMCaller, prompts: list[str], owners: list[int], usages
     one call, its prompt tokens once, every completion's tokens."""
     if not prompts:
         return []
+    native = getattr(call, "samples", None)
+    if native is not None:  # a caller that asks the backend for n samples in one request
+        return native(prompts, owners, usages, params, n=n)
     settings = [GenerationParams(params.max_tokens, params.temperature, params.top_p, params.seed + i, params.stop)
                 for i in range(n)]
     before = {j: (usages[j].calls, usages[j].prompt_tokens) for j in owners}
