@@ -21,7 +21,8 @@ from adapath.methods.registry import all_methods
 from adapath.methods.run import answer_all
 from adapath.retrieval.dense import HashingEncoder
 
-OURS = ("io", "cot", "sc", "cok", "kgarevion")
+OURS = ("io", "cot", "sc", "cok", "cok-facts", "kgarevion")
+EXTRACT = {"medical entities named": '{"medical_terminologies": ["aspirin"]}'}
 GOLD_FIELDS = ("triplets", "path_node_ids", "answer_entity", "valid_answer_ids", "node_metadata",
                "template_id", "num_hops", "pathway_summary", "answer_ambiguity")
 
@@ -59,7 +60,7 @@ def test_registered_with_their_needs():
     assert set(OURS) <= set(methods)
     for name in OURS:
         assert methods[name].llm == "required"
-        assert methods[name].path_finding == (name in ("cok", "kgarevion"))
+        assert methods[name].path_finding == (name in ("cok", "cok-facts", "kgarevion"))
     with pytest.raises(InputError, match="needs --llm"):
         build("io", None, None)
 
@@ -124,7 +125,7 @@ def test_sc_majority_of_five_seeded_samples(graph):
 def test_cok_injects_the_hand_ranked_facts(graph):
     backend = ScriptedBackend(default="{headache}")
     question = "Which disease is aspirin an indication for?"
-    cok = build("cok", graph, backend, alpha=0.0, triplets=3)  # BM25 alone
+    cok = build("cok-facts", graph, backend, alpha=0.0, triplets=3)  # BM25 alone
     result = cok.answer([Query("q", "explicit", question, (100,))])[0]
     # by hand: aspirin's facts are "aspirin target PTGS2", "aspirin target PTGS1", "aspirin
     # indication headache", "aspirin side effect bleeding". Only the third shares a word
@@ -153,7 +154,7 @@ def test_cok_injects_the_hand_ranked_facts(graph):
     expected = [int(i) for i in np.lexsort((np.arange(4), -mixed))]
     tails = {0: 101, 1: 102, 2: 103, 3: 106}
     backend = ScriptedBackend(default="{headache}")
-    again = build("cok", graph, backend).answer([Query("q", "explicit", question, (100,))])[0]
+    again = build("cok-facts", graph, backend).answer([Query("q", "explicit", question, (100,))])[0]
     assert [p[0][2] for p in again.paths] == [tails[i] for i in expected]
 
 
@@ -168,19 +169,20 @@ def test_kgarevion_keeps_verified_revises_refuted(graph):
         return ('{"Revised_Triplets": [["aspirin", "indication", "headache"]]}'
                 if "(aspirin, indication, migraine)" in prompt else "I cannot.")
 
-    backend = ScriptedBackend(rules={"Write knowledge triplets": propose, "Revise the head": revise},
+    backend = ScriptedBackend(rules={**EXTRACT, "Write knowledge triplets": propose, "Revise the head": revise},
                               default="{headache}")
     queries = [Query("a", "explicit", "Which disease does aspirin treat?", (100,)),
                Query("w", "explicit", "What does warfarin treat?", (105,))]
-    aspirin, warfarin = build("kgarevion", graph, backend).answer(queries)
-    assert backend.batches == [2, 2, 2]  # generate, revise (one refuted triplet each), answer
+    # the exact-edge review, with graph facts in the revise prompt (both variants, not the default)
+    aspirin, warfarin = build("kgarevion", graph, backend, review="oracle", revise_facts=10).answer(queries)
+    assert backend.batches == [2, 2, 2, 2]  # extract, generate, revise (one rejected triplet each), answer
     # (Aspirin, target, PTGS2) is in the graph; (aspirin, indication, migraine) is not and is
     # revised into (aspirin, indication, headache), which is; COX-9 is no node: kept unjudged
     assert aspirin.paths == [[[100, "target", 101]], [[100, "indication", 103]]]
-    assert [t["status"] for t in aspirin.extra["triplets"]] == ["verified", "refuted", "unlinked"]
+    assert [t["status"] for t in aspirin.extra["triplets"]] == ["accepted", "rejected", "unlinked"]
     assert aspirin.extra["triplets"][1]["revised"] == ["aspirin", "indication", "headache"]
     revise_prompt = next(p for p in backend.seen if "Revise the head" in p and "aspirin treat" in p)
-    facts = revise_prompt.split("about these entities:\n")[1].split("\nRevise")[0].splitlines()
+    facts = revise_prompt.split("about these entities:\n")[1].split("\nReply")[0].splitlines()
     # nothing links aspirin and migraine; the indication edges of either come first
     assert {f.split(". ", 1)[1] for f in facts[:2]} == {"(aspirin, indication, headache)",
                                                          "(migraine, indication, ibuprofen)"}
@@ -193,7 +195,7 @@ def test_kgarevion_keeps_verified_revises_refuted(graph):
     assert warfarin.paths == [] and "revised" not in warfarin.extra["triplets"][0]
     assert "(none)" in next(p for p in backend.seen if "Triplets:" in p and "warfarin treat" in p)
     for q, r in zip(queries, (aspirin, warfarin)):
-        assert r.usage["calls"] == 3 and r.usage["prompt_tokens"] == owned_tokens(backend, q.text)
+        assert r.usage["calls"] == 4 and r.usage["prompt_tokens"] == owned_tokens(backend, q.text)
         assert (r.answer, r.answer_source) == ("headache", "braces")
 
 
@@ -213,13 +215,13 @@ def test_names_resolve_to_nodes_and_relations(graph):
 
 
 def test_kgarevion_multiple_choice_one_prompt_per_option(graph):
-    backend = ScriptedBackend(rules={"Write knowledge triplets": '{"Triplets": [["aspirin", "target", "PTGS2"]]}'},
+    backend = ScriptedBackend(rules={**EXTRACT, "Write knowledge triplets": '{"Triplets": [["aspirin", "target", "PTGS2"]]}'},
                               default="Answer: {C}")
     query = Query("m", "basic", "Aspirin acts on which protein?", (100,), options=("PTGS1", "TP53", "PTGS2", "EGFR"))
-    result = build("kgarevion", graph, backend).answer([query])[0]
-    assert backend.batches == [4, 1]  # four option prompts; nothing refuted; the answer
-    assert sum("Candidate answer: TP53" in p for p in backend.seen) == 1
-    assert (result.answer, result.answer_source, result.usage["calls"]) == ("C", "braces", 5)
+    result = build("kgarevion", graph, backend, review="oracle").answer([query])[0]
+    assert backend.batches == [1, 4, 1]  # extract; four option prompts; nothing rejected; the answer
+    assert sum("Option: TP53" in p for p in backend.seen) == 1
+    assert (result.answer, result.answer_source, result.usage["calls"]) == ("C", "braces", 6)
     assert result.paths == [[[100, "target", 101]]]  # the same triplet from four prompts, once
 
 
@@ -233,7 +235,9 @@ def test_unreadable_replies_do_not_crash(graph, reply):
         assert len(results) == 2 and all(r.method == name for r in results)
         free, choice = results
         assert choice.answer_source == "none" and choice.answer == ""
-        if name == "cok":  # unreadable: the best-ranked fact's far end stands in
+        if name == "cok" and reply.startswith("Triplets"):  # a continuation after "The answer is" is the answer
+            assert free.answer_source == "stated"
+        elif name in ("cok", "cok-facts"):  # unreadable: the best-ranked fact's far end stands in
             assert (free.answer_source, free.answer) == ("best-path", "aspirin")  # headache's one fact
         else:
             assert (free.answer_source, free.answer) == ("none", "")
@@ -250,13 +254,14 @@ def synthetic(tmp_path_factory):
 def test_no_gold_field_is_read(synthetic):
     graph, records = synthetic
     stripped = [{k: v for k, v in r.items() if k not in GOLD_FIELDS} for r in records]
-    rules = {"Write knowledge triplets": lambda p: json.dumps({"Triplets": [[graph.name(0), "target", graph.name(1)]]}),
+    rules = {**EXTRACT, "Write knowledge triplets": lambda p: json.dumps({"Triplets": [[graph.name(0), "target", graph.name(1)]]}),
              "Revise the head": '{"Revised_Triplets": [["a", "b", "c"]]}'}
     for name in OURS:
         outputs = []
         for source in (records, stripped):
             backend = ScriptedBackend(rules=rules, default="I say {something}")
-            results = answer_all(build(name, graph, backend), [query_from_record(r, "implicit") for r in source],
+            settings = {"kge_epochs": 1} if name == "kgarevion" else {}  # a quick scorer: only what is read matters
+            results = answer_all(build(name, graph, backend, **settings), [query_from_record(r, "implicit") for r in source],
                                  batch=4)
             outputs.append([{k: v for k, v in r.to_json().items() if k != "usage"} for r in results])
             outputs[-1].append(list(backend.seen))

@@ -224,7 +224,7 @@ def test_tog2_prompts_hold_the_chunk_ranked_first_and_the_clue():
         "Start your reply with {Yes}": "{No}. Still missing: {substrates of the gut enzyme}",
     })
     q = Query("q", "explicit", "Which gut enzyme cleaves glucoside bonds?", tuple(ids(g, "topicdrug")))
-    (result,) = build("tog2", g, backend, ranker="bm25", chunk_sentences=1, width=1).answer([q])
+    (result,) = build("tog2", g, backend, gate=False, ranker="bm25", chunk_sentences=1, width=1).answer([q])
     # hand-worked BM25: of the candidates' chunks only "Beta cleaves glucoside bonds." and "It is a
     # gut enzyme." share words with the question; alpha's chunks score 0. The first has three
     # query words, so it ranks first, beta is the one entity kept, and that sentence heads the
@@ -248,7 +248,7 @@ def test_tog2_dense_ranking_with_an_encoder():
     g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("topicdrug", "ra", "beta")], descriptions)
     backend = ScriptedBackend(rules={"For each entity": "{ra (Score: 9)}"}, default="{No}")
     q = Query("q", "explicit", "Which gut enzyme cleaves glucoside bonds?", tuple(ids(g, "topicdrug")))
-    build("tog2", g, backend, width=1, max_depth=1).answer([q])
+    build("tog2", g, backend, gate=False, width=1, max_depth=1).answer([q])
     reasoning = next(p for p in backend.seen if p.startswith("Decide whether"))
     # beta's description is the question itself: cosine 1, ranked first, beta kept
     assert reasoning.split("References:\n")[-1].splitlines()[0] == "beta: Which gut enzyme cleaves glucoside bonds?"

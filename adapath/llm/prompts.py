@@ -368,9 +368,9 @@ def pog_pick(question: str, reason: str, candidates: list[str], memory: str) -> 
 
 
 # ---- LLM-only and fact-retrieval baselines: IO, chain-of-thought, self-consistency
-# (Wang et al. 2023), Chain-of-Knowledge (Li et al. 2024, KG triplets as its knowledge
-# source) and KGARevion (Su et al. 2025: generate, review against the KG, revise, answer).
-# Written for adapath; every one closes with ``answer_format`` so replies parse alike.
+# (Wang et al. 2023) and the single-call Chain-of-Knowledge variant (cok-facts). CoK's own
+# stages are in ``rationale_prompts``, KGARevion's in ``kgarevion_prompts``. Written for adapath;
+# every one closes with ``answer_format`` so replies parse alike.
 
 def direct_answer(question: str, options: tuple[str, ...] = ()) -> str:
     """IO: the question alone, the answer at once."""
@@ -397,45 +397,4 @@ def knowledge_answer(question: str, triplets: list[tuple[str, str, str]], option
     lines += ["Let's think step by step: reason from the question to the answer, ground each step in "
               "the knowledge where it applies and correct any step the knowledge contradicts, then "
               "give the answer.", *answer_format(options)]
-    return "\n".join(lines)
-
-
-def propose_triplets(question: str, entities: list[str], relations: list[str], count: int,
-                     option: str | None = None) -> str:
-    """KGARevion's Generate action: undirected triplets, from the model's own knowledge, that
-    help answer the question (for multiple choice, one prompt per option)."""
-    lines = ["Write knowledge triplets that help answer a biomedical question.",
-             f"Question: {question}",
-             f"Medical entities in the question: {', '.join(entities) or '(none)'}"]
-    if option is not None:
-        lines.append(f"Candidate answer: {option}")
-    lines += [
-        f"Write 1 to {count} undirected triplets (head entity, relation, tail entity) about these "
-        "entities" + (" and the candidate answer" if option is not None else "") +
-        " that are most useful to answer the question. Use specific entity names.",
-        f"The relation must be one of: {', '.join(relations)}.",
-        'Reply with JSON only, for example {"Triplets": [["aspirin", "target", "PTGS2"]]}.']
-    return "\n".join(lines)
-
-
-def revise_triplet(question: str, attempts: list[tuple[str, str, str]], facts: list[tuple[str, str, str]]) -> str:
-    """KGARevion's Revise action: a triplet the knowledge graph does not hold, corrected with
-    the facts the graph holds around its entities."""
-    lines = ["This triplet was checked against a biomedical knowledge graph and is not in it:",
-             *(f"({h}, {r}, {t})" for h, r, t in attempts),
-             f"Question: {question}",
-             "Facts the knowledge graph holds about these entities:"]
-    lines += [f"{i}. ({h}, {r}, {t})" for i, (h, r, t) in enumerate(facts, start=1)] or ["(none)"]
-    lines += ["Revise the head entity, the relation or the tail entity so that the triplet is correct "
-              "and helps answer the question.",
-              'Reply with JSON only, for example {"Revised_Triplets": [["aspirin", "target", "PTGS2"]]}.']
-    return "\n".join(lines)
-
-
-def triplets_answer(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
-    """KGARevion's Answer action: the reviewed triplets and the model's own knowledge."""
-    lines = ["Answer the biomedical question using the triplets below and your own knowledge "
-             "(only your own knowledge if there are none).", f"Question: {question}", "Triplets:"]
-    lines += [f"{i}. ({h}, {r}, {t})" for i, (h, r, t) in enumerate(triplets, start=1)] or ["(none)"]
-    lines += answer_format(options)
     return "\n".join(lines)
