@@ -118,7 +118,7 @@ def cooperative(prompt: str) -> str:
     if prompt.startswith("Read the knowledge-graph triples"):  # StructGPT reading
         first = next(x for x in prompt.splitlines() if x.startswith("("))
         return "Next: {" + first.strip("()").split(", ")[-1] + "}"
-    if "Start your reply with {Yes} or {No}" in prompt:
+    if "Start your reply with {Yes} or {No}" in prompt or "({Yes} or {No})" in prompt:
         return "{No}. {more about the targets}"
     return "{unknown}"
 
@@ -132,24 +132,25 @@ TOG_EDGES = [("topicdrug", "ra", "alpha"), ("topicdrug", "ra", "beta"), ("topicd
 
 def tog_script(yes_when):
     return ScriptedBackend(rules={
-        # relation pruning: five scores, ToG keeps the three highest (rc, ra, rd)
+        # relation pruning: five scores; ToG keeps every relation the reply scores
         "Topic entity: topicdrug": "{rb (Score: 0.05)}\n{rc (Score: 0.5)}\n{ra (Score: 0.3)}\n"
                                    "{re (Score: 0.05)}\n{rd (Score: 0.1)}",
         "Topic entity: delta": "{rf (Score: 0.9)} {rc (Score: 0.1)}",
         "Relation followed: rc": "0.8, 0.2",  # delta, epsilon
         "Relation followed: ra": "0.1, 0.9",  # alpha, beta
-        "Are the knowledge-graph triplets": lambda p: "{Yes}" if yes_when in p else "{No}",
+        "say whether the triplets": lambda p: "{Yes}. So the answer is {theta}." if yes_when in p else "{No}.",
     }, default="{theta}")
 
 
-def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
+def test_tog_keeps_every_scored_relation_and_answers_from_the_yes_reply():
     g = hand_graph(TOG_NAMES, TOG_EDGES)
-    backend = tog_script(yes_when="(delta, rf, theta)")
+    backend = tog_script(yes_when="delta, rf, theta")
     q = Query("q1", "explicit", "Which entity hangs off the drug?", tuple(ids(g, "topicdrug")))
     (result,) = build("tog", g, backend).answer([q])
-    # hand-worked: scores delta .5*.8=.4, epsilon .5*.2=.1, alpha .3*.1=.03, beta .3*.9=.27,
-    # zeta .1 (alone: its relation's score). Top 3: delta, beta, then epsilon before zeta (rc
-    # came first in relation order). rb and re are never expanded.
+    # hand-worked: every scored relation is expanded, in reply order rb, rc, ra, re, rd; lone
+    # candidates gamma (.05), eta (.05) and zeta (.1) take their relation's score without a call;
+    # delta .5*.8=.4, epsilon .5*.2=.1, alpha .3*.1=.03, beta .3*.9=.27. Top 3: delta, beta,
+    # then epsilon before zeta (rc came before rd in the reply).
     depth1 = [("topicdrug", "rc", "delta"), ("topicdrug", "ra", "beta"), ("topicdrug", "rc", "epsilon")]
     depth2 = depth1 + [("delta", "rf", "theta")]
     question = q.text
@@ -162,16 +163,17 @@ def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
         prompts.tog_relations(question, "beta", ["ra"], 3),
         prompts.tog_relations(question, "epsilon", ["rc"], 3),
         prompts.tog_sufficient(question, depth2),
-        prompts.answer(question, depth2),
-    ]
+    ]  # the {Yes} reply holds the answer: no answer call
     assert backend.seen == expected
-    assert backend.batches == [1, 2, 1, 3, 1, 1]
+    assert backend.batches == [1, 2, 1, 3, 1]
     assert result.answer == "theta" and result.answer_source == "braces"
+    assert result.raw == "{Yes}. So the answer is {theta}."
     assert result.extra["stopped_at"] == 2 and result.extra["stop"] == "sufficient"
-    t, a, b, d, e, z, th = ids(g, "topicdrug", "alpha", "beta", "delta", "epsilon", "zeta", "theta")
+    t, a, b, c, d, e, z, h, th = ids(g, "topicdrug", "alpha", "beta", "gamma", "delta", "epsilon", "zeta",
+                                     "eta", "theta")
     assert result.paths == [[[t, "rc", d], [d, "rf", th]], [[t, "ra", b]], [[t, "rc", e]]]
-    assert result.explored == {"1": sorted([a, b, d, e, z]), "2": [th]}
-    assert result.usage["calls"] == 9
+    assert result.explored == {"1": sorted([a, b, c, d, e, z, h]), "2": [th]}
+    assert result.usage["calls"] == 8
     assert result.usage["prompt_tokens"] == sum(tokens(p) for p in expected)
     assert_real_walks(g, q, result)
 
@@ -179,18 +181,19 @@ def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
 def test_tog_stops_at_depth_one_and_answers_from_knowledge_at_the_limit():
     g = hand_graph(TOG_NAMES, TOG_EDGES)
     q = Query("q1", "explicit", "Which entity hangs off the drug?", tuple(ids(g, "topicdrug")))
-    backend = tog_script(yes_when="(topicdrug, rc, delta)")
+    backend = tog_script(yes_when="topicdrug, rc, delta")
     (result,) = build("tog", g, backend).answer([q])
-    assert result.extra["stopped_at"] == 1 and result.usage["calls"] == 5  # 1 + 2 + 1 check + 1 answer
-    assert backend.batches == [1, 2, 1, 1]
+    assert result.extra["stopped_at"] == 1 and result.usage["calls"] == 4  # 1 + 2 + the check that answers
+    assert backend.batches == [1, 2, 1]
     # never yes: depth 1 and 2 searched (depth 3 has no candidate left: half stop from paths)
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2).answer([q])
     assert result.extra == {"stopped_at": 2, "stop": "depth-limit"}
-    assert backend.seen[-1] == prompts.chain_of_thought(q.text) and result.fallback == "llm-knowledge"
+    assert backend.seen[-1] == prompts.few_shot_cot(q.text) and result.fallback == "llm-knowledge"
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2, exhausted="paths").answer([q])
-    assert backend.seen[-1].startswith("Answer the biomedical question using") and result.fallback == ""
+    assert backend.seen[-1].startswith("Given a question and knowledge-graph triplets") and "answer the question " \
+        "with these triplets" in backend.seen[-1] and result.fallback == ""
 
 
 def test_tog_samples_long_neighbour_lists_with_a_seed():
