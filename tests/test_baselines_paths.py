@@ -264,7 +264,7 @@ POG_EDGES = [("topicdrug", "r1", "alpha"), ("topicdrug", "r1", "beta"), ("alpha"
              ("beta", "r2", "delta")]
 
 
-def pog_script(decision):
+def pog_script():
     return ScriptedBackend(rules={
         "Break answering": '["find the protein", "find what it binds"]',
         "Entity: topicdrug\n": "['r1']",
@@ -273,47 +273,35 @@ def pog_script(decision):
         "Entity: gamma\n": "[]",
         "Triples: topicdrug r1": "['alpha']",
         "From the information below": '{"1": "alpha found", "2": "unknown"}',
-        "Knowledge triplets:\nbeta, r2, ['delta']": "{Yes}. The answer is {delta}.",
-        "Knowledge triplets:\ntopicdrug, r1": "{No}",
-        "Knowledge triplets:\nalpha, r2": "{No}",
-        "Entities to explore next: ['alpha']": "{continue}",
-        "Entities to explore next: ['gamma']": "{" + decision + "} gamma leads nowhere",
+        "Knowledge Triplets: beta, r2, ['delta']": '{"A": {"Sufficient": "Yes", "Answer": "delta"}, "R": "beta binds"}',
+        "Entities set to be retrieved: ['alpha']": '{"Add": "No", "Reason": "alpha is right"}',
+        "Entities set to be retrieved: ['gamma']": '{"Add": "Yes", "Reason": "gamma leads nowhere"}',
         "Choose the fewest entities": "['beta']",
-    }, default="{No}")
+    }, default='{"A": {"Sufficient": "No", "Answer": "Null"}, "R": "not yet"}')
 
 
-def test_pog_backtracks_to_the_entity_reflection_names():
+def test_pog_reflection_adds_the_entity_it_names_to_the_current_ones():
     g = hand_graph(POG_NAMES, POG_EDGES)
-    backend = pog_script("backtrack")
+    backend = pog_script()
     q = Query("q", "explicit", "What does the protein bind?", tuple(ids(g, "topicdrug")))
     (result,) = build("pog", g, backend).answer([q])
     t, a, b, c, d = ids(g, *POG_NAMES)
-    # the pick offered the entities expanded before (alpha, topicdrug) then the one left aside (beta)
+    # the pick offered every entity of the explored subgraph not explored now, by name
     pick = next(p for p in backend.seen if p.startswith("Choose the fewest"))
-    assert "Candidates: ['alpha', 'topicdrug', 'beta']" in pick
-    # after backtracking, depth 3 explores beta only, and the new path starts from beta's own path
+    assert "Candidate Entities: ['alpha', 'beta', 'topicdrug']" in pick and "Reason: gamma leads nowhere" in pick
+    # the addition keeps gamma and adds beta, along beta's own path
     assert [p.split("Entity: ")[-1].splitlines()[0] for p in backend.seen if p.startswith("Choose as few")] == \
-        ["topicdrug", "alpha", "beta"]
+        ["topicdrug", "alpha", "gamma", "beta"]
     assert [[t, "r1", b], [b, "r2", d]] in result.paths
-    assert result.extra["reflections"] == [{"decision": "backtrack", "entities": [b]}]
-    assert result.answer == "delta" and result.extra["stopped_at"] == 3
+    assert result.extra["reflections"] == [{"decision": "add", "entities": [b]}]
+    assert result.answer == "delta" and result.answer_source == "braces" and result.extra["stopped_at"] == 3
     assert result.explored == {"1": [a, b], "2": [c, d]}
-    # calls: decompose 1; depth 1: relations, entities, memory, evaluation, reflection = 5;
-    # depth 2: relations (gamma alone: no entity call), memory, evaluation, reflection, pick = 5;
-    # depth 3: relations, memory, evaluation (yes) = 3
-    assert result.usage["calls"] == 14
+    # calls: decompose 1; depth 1: relations, entities, memory, evaluation, reflection (no) = 5;
+    # depth 2: relations (gamma alone: no entity call), memory, evaluation, reflection (yes), pick = 5;
+    # depth 3: relations of gamma and of beta, memory, evaluation (sufficient) = 4
+    assert result.usage["calls"] == 15
     assert result.usage["prompt_tokens"] == sum(tokens(p) for p in backend.seen)
     assert_real_walks(g, q, result)
-
-
-def test_pog_add_keeps_the_current_entities_too():
-    g = hand_graph(POG_NAMES, POG_EDGES)
-    backend = pog_script("add")
-    q = Query("q", "explicit", "What does the protein bind?", tuple(ids(g, "topicdrug")))
-    (result,) = build("pog", g, backend).answer([q])
-    expanded = [p.split("Entity: ")[-1].splitlines()[0] for p in backend.seen if p.startswith("Choose as few")]
-    assert expanded == ["topicdrug", "alpha", "gamma", "beta"]
-    assert result.extra["reflections"] == [{"decision": "add", "entities": ids(g, "beta")}]
 
 
 def test_pog_caps_long_entity_lists_by_similarity():

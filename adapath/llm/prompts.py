@@ -420,10 +420,9 @@ def pog_reason(question: str, memory: str, groups: list[tuple[str, str, list[str
                   "Output:",
                   '{"A": {"Sufficient": "' + ("Yes" if enough else "No") + '", "Answer": "'
                   + (answer if enough else "Null") + '"}, "R": "' + why + '"}', ""]
-    closing = (f"When sufficient, the Answer is the letter of the best option: {', '.join(f'{l}. {o}' for l, o in zip('ABCDEFGH', options))}."
-               if options else "When sufficient, the Answer is the single best answer entity's name.")
-    lines += ["Now output the result for the question below as JSON only (with \"A\" and \"R\"). " + closing,
-              f"Q: {question}", f"Memory: {memory or '(empty)'}",
+    lines += ["Now output the result for the question below as JSON only (with \"A\" and \"R\"). "
+              + ("When sufficient, the Answer is the single best answer entity's name." if not options else ""),
+              *_json_options(options), f"Q: {question}", f"Memory: {memory or '(empty)'}",
               "Knowledge Triplets: " + "\n".join(_grouped(groups)), "Output:"]
     return "\n".join(lines)
 
@@ -472,8 +471,7 @@ def pog_pick(question: str, reason: str, candidates: list[str], memory: str) -> 
 
 def pog_knowledge(question: str, options: tuple[str, ...] = ()) -> str:
     """PoG's answer without the graph (1-shot): JSON with whether the model knows and its answer."""
-    closing = (f"The Answer is the letter of the best option: {', '.join(f'{l}. {o}' for l, o in zip('ABCDEFGH', options))}."
-               if options else "The Answer is the single best answer entity's name.")
+    closing = "" if options else "The Answer is the single best answer entity's name."
     return "\n".join([
         "Answer the question step by step from your own knowledge. Here is an example:",
         f"Q: Which gene is targeted by the drug indicated for {_CML}?",
@@ -481,8 +479,16 @@ def pog_knowledge(question: str, options: tuple[str, ...] = ()) -> str:
         '{"A": {"Known": "Yes", "Answer": "ABL1"}, "R": "First, the drug indicated for the disease is Imatinib. '
         'Second, Imatinib targets ABL1."}',
         "",
-        "Output the answer as JSON only (with \"A\" and \"R\"). " + closing,
+        "Output the answer as JSON only (with \"A\" and \"R\"). " + closing, *_json_options(options),
         f"Q: {question}"])
+
+
+def _json_options(options: tuple[str, ...]) -> list[str]:
+    """Multiple choice in a JSON reply: the options, and the letter as the Answer."""
+    if not options:
+        return []
+    return ["Options:", *(f"{letter}. {text}" for letter, text in zip("ABCDEFGH", options)),
+            'Reply with the letter of the best option as the Answer, for example "Answer": "B".']
 
 
 # ---- LLM-only and fact-retrieval baselines: IO, chain-of-thought, self-consistency
