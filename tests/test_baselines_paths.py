@@ -116,8 +116,7 @@ def cooperative(prompt: str) -> str:
         first = prompt.splitlines()[0][len("Candidate relations: "):].split(", ")[0].strip('".')
         return f"Relation: {first}"
     if prompt.startswith("Read the knowledge-graph triples"):  # StructGPT reading
-        first = next(x for x in prompt.splitlines() if x.startswith("("))
-        return "Next: {" + first.strip("()").split(", ")[-1] + "}"
+        return "Need further information"
     if "Start your reply with {Yes} or {No}" in prompt or "({Yes} or {No})" in prompt:
         return "{No}. {more about the targets}"
     return "{unknown}"
@@ -321,10 +320,10 @@ def test_structgpt_follows_the_relation_the_script_picks():
     names = ("topicdrug", "alpha", "beta", "gamma")
     g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("topicdrug", "rb", "beta"), ("beta", "rc", "gamma")])
     backend = ScriptedBackend(rules={
-        "Relations followed so far: rb": "The relevant relation: rc",
+        "Relations already chosen: rb": "The relevant relation: rc",
         "Candidate relations:": "The relevant relation: rb",
-        "(topicdrug, rb, beta)": "Next: {beta}",
-        "(beta, rc, gamma)": "Answer: {gamma}",
+        "(topicdrug, rb, beta)": "Need further information",
+        "(beta, rc, gamma)": "The final answers: {gamma}",
     })
     q = Query("q", "explicit", "What does the drug's partner connect to?", tuple(ids(g, "topicdrug")))
     (result,) = build("structgpt", g, backend).answer([q])

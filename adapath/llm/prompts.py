@@ -137,23 +137,31 @@ def _triplet_lines(triplets: list[tuple[str, str, str]]) -> list[str]:
 
 
 def structgpt_relation(question: str, start: list[str], followed: list[str], relations: list[str]) -> str:
+    """StructGPT's relation choice (zero-shot, as its KGQA prompts): one relation to follow."""
     lines = [f"Candidate relations: {', '.join(relations)}.",
-             f"Question: {question}",
-             f"You start from: {'; '.join(start)}."]
+             f'Question: "{question}". You start from: {"; ".join(start)}.']
     if followed:
-        lines.append(f"Relations followed so far: {', '.join(followed)}.")
-    lines.append("Pick the one candidate relation to follow next towards the answer. Reply with "
-                 "'Relation:' and the relation exactly as listed.")
+        lines.append(f"Relations already chosen: {', '.join(followed)}.")
+    lines.append("Answering the question needs the relations that match its meaning. Pick the one candidate "
+                 "relation to follow next towards the answer, exactly as listed, and start your reply with "
+                 "'The relevant relation:'.")
     return "\n".join(lines)
 
 
 def structgpt_read(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
-    lines = ["Read the knowledge-graph triples below.", f"Question: {question}", "Triples:",
-             *_triplet_lines(triplets),
-             "If they are enough to answer, start your reply with 'Answer:'.", *answer_format(options),
-             "If they are not enough, start your reply with 'Next:' and name the tail entities worth "
-             "following further, in braces separated by semicolons, for example Next: {BRCA1; TP53}."]
+    """StructGPT's reading step (zero-shot): answer from the triples, or ask for more."""
+    lines = ["Read the knowledge-graph triples below.", "Triples:", *_triplet_lines(triplets),
+             f'If they give you enough to answer "{question}", start your reply with \'The final answers:\' and '
+             "give only one answer.", *answer_format(options),
+             "If they are not enough, reply 'Need further information'."]
     return "\n".join(lines)
+
+
+def structgpt_knowledge(question: str, options: tuple[str, ...] = ()) -> str:
+    """StructGPT's answer when the graph gives nothing to read: the model's own knowledge."""
+    return "\n".join([f"From what you know: {question}",
+                      "Start your reply with 'The final answers:' and give only one answer.",
+                      *answer_format(options)])
 
 
 def tog_relations(question: str, entity: str, relations: list[str], width: int) -> str:
