@@ -217,7 +217,7 @@ def test_n_samples_over_http_are_one_request_with_the_servers_usage():
         server.shutdown()
         server.server_close()
     assert replies == [["sample 5", "sample 6", "sample 7"]]
-    assert server.batcher.batches == [3]  # one request: the server batched its three samples
+    assert server.batcher.batches == [1] and inner.batches == [1]  # one request, its samples from one call
     # the server's usage (its backend's counts): the prompt once, the completions summed;
     # reported, so not estimated
     assert usage.calls == 1 and usage.prompt_tokens == count_tokens("one two three")
