@@ -33,12 +33,13 @@ from pathlib import Path
 # Reported calls and total (prompt + completion) tokens per question, with where they come from.
 # PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
 # our_results/PoG_webqsp_gpt-3.5-turbo-0125.jsonl: 1,639 questions, 9.03 calls, 5,235 input +
-# 283 output tokens; CWQ: 13.82 calls, 8,441 tokens); ToG, AdaPath and PathMind as the PathMind
-# paper's cost comparison gives them (WebQSP for ToG, as for PoG's 9.0 / 5,518 there).
+# 283 output tokens; CWQ: 13.82 calls, 8,441 tokens); ToG as the PathMind paper's cost comparison
+# gives it (beside PoG's 9.0 / 5,518 there, i.e. WebQSP); AdaPath from its own paper; PathMind's
+# single call from its paper.
 PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
          "pog": (9.03, 5518, "PoG released results, WebQSP"),
          "pog-d3": (9.03, 5518, "PoG released results, WebQSP (at depth 4)"),
-         "adapath": (11.2, 7036, "PathMind paper"), "pathmind": (1, 216, "PathMind paper")}
+         "adapath": (11.2, 7036, "AdaPath paper"), "pathmind": (1, 216, "PathMind paper")}
 
 # Most calls per question the original's control flow makes under each default (N width, D depth).
 # ToG's paper states 2ND+D+1 (22 at N=3, D=3); its official loop scores the tails of every relation
