@@ -8,7 +8,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
-import pytest
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.eval.tables import efficiency

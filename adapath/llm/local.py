@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.errors import InputError
-from adapath.llm.base import Generation, GenerationParams, ParamsArg, count_tokens, fan_out, fold, per_prompt
+from adapath.llm.base import (
+    Generation,
+    GenerationParams,
+    ParamsArg,
+    count_tokens,
+    fan_out,
+    fold,
+    per_prompt,
+)
 
 
 def _missing(package: str, extra: str) -> InputError:

@@ -443,7 +443,7 @@ def pog_reflect(question: str, frontier: list[str], memory: str,
         "From the entities the search will explore next and what is known (memory and triplets), decide "
         "whether further entities must be added to answer the question.",
         "Here are two examples:",
-        f"Q: Which drugs are indicated for the diseases associated with the gene BRCA1?",
+        "Q: Which drugs are indicated for the diseases associated with the gene BRCA1?",
         "Entities set to be retrieved: ['breast cancer']",
         "Memory: BRCA1 is associated with breast cancer and ovarian cancer.",
         "Knowledge Triplets: BRCA1, associated with, ['breast cancer', 'ovarian cancer']",

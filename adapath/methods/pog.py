@@ -39,6 +39,7 @@ from adapath.llm.parse import parse_answer
 from adapath.methods import _search as s
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 
+
 @dataclass
 class PoGConfig:
     max_depth: int = 4
