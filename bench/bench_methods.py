@@ -1,5 +1,6 @@
 """Every registered method on one generated graph: EM, triplet recall, LLM calls, prompt and
-completion tokens and seconds per query, as the efficiency table beside the papers' numbers.
+completion tokens and seconds per query, as the efficiency table beside the papers' numbers
+and each original's call bound. A request that returns n samples counts as one call.
 
 Methods come from the registry, so methods added later appear here without edits. What they
 need is built once: a Path-Bank over generated training questions (adapath) and a tiny
@@ -29,9 +30,23 @@ import tempfile
 import time
 from pathlib import Path
 
-# the papers' calls and prompt tokens per query (ToG and PoG from the PathMind paper's cost
-# comparison, AdaPath from its own, PathMind's single call)
-PAPER = {"tog": (11.6, 7069), "pog": (9.0, 5518), "adapath": (11.2, 7036), "pathmind": (1, 216)}
+# Reported calls and total (prompt + completion) tokens per question, with where they come from.
+# PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
+# our_results/PoG_webqsp_gpt-3.5-turbo-0125.jsonl: 1,639 questions, 9.03 calls, 5,235 input +
+# 283 output tokens; CWQ: 13.82 calls, 8,441 tokens); ToG as the PathMind paper's cost comparison
+# gives it (beside PoG's 9.0 / 5,518 there, i.e. WebQSP); AdaPath from its own paper; PathMind's
+# single call from its paper.
+PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
+         "pog": (9.03, 5518, "PoG released results, WebQSP"),
+         "pog-d3": (9.03, 5518, "PoG released results, WebQSP (at depth 4)"),
+         "adapath": (11.2, 7036, "AdaPath paper"), "pathmind": (1, 216, "PathMind paper")}
+
+# Most calls per question the original's control flow makes under each default (N width, D depth).
+# ToG's paper states 2ND+D+1 (22 at N=3, D=3); its official loop scores the tails of every relation
+# each of the N entities keeps (up to N each), so its worst case is D(N + N*N + 1) + 1.
+BOUND = {"tog": ("D(N+N*N+1)+1, N=3 D=3 (the official loop; the paper states 2ND+D+1 = 22)", 40),
+         "structgpt": ("2D+1, D=2", 5), "sc": ("1 request of k", 1),
+         "io": ("1", 1), "cot": ("1", 1)}
 
 
 def smollm2_path() -> Path | None:
@@ -80,9 +95,6 @@ def follow_format(graph):
             return revised
         if prompt.startswith("Candidate relations:"):  # StructGPT: one relation to follow
             return f"Relation: {_listed(prompt.splitlines()[0], 'Candidate relations:')[0]}"
-        if "start your reply with 'Next:'" in prompt:  # StructGPT: read the triples, go on
-            tails = [m.group(1) for line in lines if (m := re.match(r"^\(.*, (.*)\)$", line))]
-            return "Next: {" + "; ".join(tails[:3]) + "}" if tails else fallback_answer
         if "Its relations:" in now:  # ToG relation pruning
             return "\n".join(f"{{{r} (Score: {s})}}" for r, s in zip(after("Its relations:"), (0.5, 0.3, 0.2)))
         if "Relation followed:" in now:  # ToG entity scores, one per candidate
@@ -98,6 +110,12 @@ def follow_format(graph):
             return "\n".join(out)
         if now.startswith("Which of these entities") or "Entities: " in now and "keep in braces" in now:
             return "{" + "; ".join(after("Entities:")) + "}"
+        if "Here are five examples" in prompt:  # PoG evaluation: never sufficient
+            return '{"A": {"Sufficient": "No", "Answer": "Null"}, "R": "Not enough yet."}'
+        if "Entities set to be retrieved" in prompt:  # PoG reflection: nothing to add
+            return '{"Add": "No", "Reason": "The entities follow the question."}'
+        if "Read the knowledge-graph triples" in prompt:  # StructGPT: read, ask for more
+            return "Need further information"
         if "{Yes} or {No}" in prompt or "{Yes} if this is enough" in prompt:  # never sufficient
             return "{No}. Not enough yet. {the next step of the question}"
         if "sub-objectives as possible" in prompt:
@@ -112,8 +130,8 @@ def follow_format(graph):
             return '{"1": "Not found yet.", "2": "Not found yet."}'
         if "{continue}" in prompt:
             return "{continue} The entities follow the question."
-        if "Choose the fewest entities to explore again" in prompt:
-            return repr(after("Candidates:")[:1])
+        if "Choose the fewest entities" in prompt:
+            return repr(after("Candidate Entities:")[:1])
         tails = [m.group(1) for line in lines if (m := re.match(r"^(?:\d+\. )?\(.*, (.*)\)$", line))]
         if tails:  # an answer prompt with evidence: the tail of its last triplet
             return f"Step by step, the answer is {{{tails[-1]}}}."
@@ -185,6 +203,10 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args) -> dict:
         "em": 100 * sum(row["em_strict"] for row in rows) / n,
         "recall": 100 * micro_average(recall)[0] if recall and has_paths else None,
         "calls": sum(r.usage["calls"] for r in results) / n,
+        "max_calls": max(r.usage["calls"] for r in results),
+        "estimated": 100 * sum(r.usage.get("estimated_calls", 0) for r in results)
+                     / max(1, sum(r.usage["calls"] for r in results)),
+        "failed": sum(r.usage.get("failed_attempts", 0) for r in results),
         "prompt_tokens": sum(r.usage["prompt_tokens"] for r in results) / n,
         "completion_tokens": sum(r.usage["completion_tokens"] for r in results) / n,
         "seconds": seconds / n,
@@ -192,19 +214,54 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args) -> dict:
     }
 
 
-HEADER = (f"{'method':<11}{'n':>4}{'EM %':>8}{'recall %':>10}{'calls/q':>9}{'prompt tok/q':>14}"
-          f"{'compl tok/q':>13}{'s/q':>9}{'unread':>8}{'paper calls':>13}{'paper tok':>11}")
+HEADER = (f"{'method':<11}{'n':>4}{'EM %':>7}{'recall %':>9}{'calls/q':>8}{'max':>5}{'bound':>6}"
+          f"{'prompt tok/q':>13}{'compl tok/q':>12}{'est %':>6}{'failed':>7}{'s/q':>8}{'unread':>7}"
+          f"{'paper calls':>12}{'paper tok':>10}")
 
 
 def table_row(row: dict) -> str:
+    """One method's line: measured cost, the original's bound, the paper's reported figures."""
     paper = PAPER.get(row["method"])
-    paper_cells = f"{paper[0]:>13g}{paper[1]:>11,}" if paper else f"{'':>13}{'':>11}"
+    paper_cells = f"{paper[0]:>12g}{paper[1]:>10,}" if paper else f"{'':>12}{'':>10}"
     if "skipped" in row:
         return f"{row['method']:<11}  skipped: {row['skipped']}"
-    recall = f"{row['recall']:>10.1f}" if row["recall"] is not None else f"{'-':>10}"
-    return (f"{row['method']:<11}{row['n']:>4}{row['em']:>8.1f}{recall}{row['calls']:>9.2f}"
-            f"{row['prompt_tokens']:>14,.0f}{row['completion_tokens']:>13,.1f}{row['seconds']:>9.3f}"
-            f"{row['unread']:>8}{paper_cells}")
+    bound = BOUND.get(row["method"])
+    recall = f"{row['recall']:>9.1f}" if row["recall"] is not None else f"{'-':>9}"
+    return (f"{row['method']:<11}{row['n']:>4}{row['em']:>7.1f}{recall}{row['calls']:>8.2f}{row['max_calls']:>5}"
+            f"{bound[1] if bound else '':>6}{row['prompt_tokens']:>13,.0f}{row['completion_tokens']:>12,.1f}"
+            f"{row['estimated']:>6.0f}{row['failed']:>7}{row['seconds']:>8.3f}{row['unread']:>7}{paper_cells}")
+
+
+def legend() -> str:
+    """Where the bound and paper columns come from."""
+    lines = ["calls/q: mean LLM calls per question (a request of n samples is one call); max: the most for one "
+             "question; bound: the original's most under its defaults; est %: calls whose token counts are "
+             "estimates (no usage reported); failed: failed attempts (retried), not calls; paper calls / paper "
+             "tok: reported calls and total tokens per question, on the papers' own benchmarks and models."]
+    lines += [f"  bound {name}: {expr}" for name, (expr, _) in BOUND.items()]
+    lines += [f"  paper {name}: {source}" for name, (_, _, source) in PAPER.items()]
+    return "\n".join(lines)
+
+
+def cost_table(report: dict[str, list[dict]]) -> str:
+    """The cost table reprinted at the end: calls and tokens (prompt + completion) per question for
+    each query set run, beside the original's bound and the papers' reported figures."""
+    sets = list(report)
+    names = list(dict.fromkeys(row["method"] for rows in report.values() for row in rows))
+    head = f"{'method':<11}" + "".join(f"{name + ' calls/q':>20}{'tok/q':>9}" for name in sets)
+    head += f"{'bound':>7}{'paper calls':>13}{'paper tok':>11}"
+    lines = ["", "Cost per question (calls; total tokens = prompt + completion), measured and reported", head]
+    for method in names:
+        cells = f"{method:<11}"
+        for name in sets:
+            row = next((r for r in report[name] if r["method"] == method and "skipped" not in r), None)
+            cells += (f"{row['calls']:>20.2f}{row['prompt_tokens'] + row['completion_tokens']:>9,.0f}" if row
+                      else f"{'-':>20}{'-':>9}")
+        bound, paper = BOUND.get(method), PAPER.get(method)
+        cells += f"{bound[1] if bound else '':>7}"
+        cells += f"{paper[0]:>13g}{paper[1]:>11,}" if paper else f"{'':>13}{'':>11}"
+        lines.append(cells)
+    return "\n".join(lines)
 
 
 def run_table(title: str, names: list[str], run) -> list[dict]:
@@ -280,6 +337,8 @@ def main() -> None:
                 f"SmolLM2-135M-Instruct (hf: backend, CPU), {len(real)} questions, replies capped at "
                 f"{args.real_max_tokens} tokens; model load {load:.0f} s", chosen,
                 lambda name: run_method(methods[name], graph, kg, backend, needs, real, items, args))
+    print(cost_table(report))
+    print("\n" + legend())
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

@@ -93,7 +93,7 @@ def test_vote_key_and_majority_by_hand():
     assert majority(["", ""]) == (None, {})
 
 
-def test_sc_majority_of_five_seeded_samples(graph):
+def test_sc_majority_of_five_samples_from_one_request(graph):
     by_seed = {
         "Q1": {42: "{Aspirin}", 43: "{warfarin}", 44: "So: {the aspirin.}", 45: "{Warfarin}", 46: "{ASPIRIN}"},
         "Q2": {42: "{x}", 43: "{y}", 44: "no idea", 45: "{y}", 46: "{x}"},
@@ -102,13 +102,13 @@ def test_sc_majority_of_five_seeded_samples(graph):
 
     def reply(prompt, params):
         assert params.temperature == 0.7
-        return next(replies[params.seed] for key, replies in by_seed.items() if f"Question: {key}\n" in prompt)
+        return next(replies[params.seed] for key, replies in by_seed.items() if f"Q: {key}\nA:" in prompt)
 
-    backend = ScriptedBackend(rules={"Question:": reply})
+    backend = ScriptedBackend(rules={"Q: ": reply})
     queries = [Query(str(i), "explicit", key, (100,)) for i, key in enumerate(by_seed)]
-    results = build("sc", graph, backend).answer(queries)
-    assert backend.batches == [15]  # all 5 samples of all 3 questions in one batch
-    assert [p.seed for p in backend.params_seen] == [42, 43, 44, 45, 46] * 3
+    results = build("sc", graph, backend, k=5).answer(queries)
+    assert backend.batches == [3]  # one request of 5 samples per question, the 3 requests in one batch
+    assert [p.seed for p in backend.params_seen] == [42, 43, 44, 45, 46] * 3  # local sampling: seed + i
     first, second, third = results
     # aspirin: samples 0, 2 and 4 (3 votes) against warfarin (2); the first aspirin sample's text
     assert (first.answer, first.answer_source, first.raw) == ("Aspirin", "braces", "{Aspirin}")
@@ -117,9 +117,14 @@ def test_sc_majority_of_five_seeded_samples(graph):
     assert (second.answer, second.extra["votes"]) == ("x", {"x": 2, "y": 2})
     assert (third.answer, third.answer_source) == ("", "none")
     for q, r in zip(queries, results):
-        assert r.usage["calls"] == 5 and r.usage["prompt_tokens"] == owned_tokens(backend, q.text)
+        prompt = next(p for p in backend.seen if f"Q: {q.text}\nA:" in p)
+        # one call; the prompt counted once, the five completions summed
+        assert r.usage["calls"] == 1 and r.usage["prompt_tokens"] == count_tokens(prompt)
+        assert r.usage["completion_tokens"] == sum(count_tokens(by_seed[q.text][s]) for s in range(42, 47))
+        assert prompt.count("\nA: First,") == 6  # six worked chains of thought before the question
     with pytest.raises(InputError, match="temperature must be above 0"):
         build("sc", graph, backend, temperature=0)
+    assert all_methods()["sc"].resolve_params({})["k"] == 40
 
 
 def test_cok_injects_the_hand_ranked_facts(graph):

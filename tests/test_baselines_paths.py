@@ -116,9 +116,8 @@ def cooperative(prompt: str) -> str:
         first = prompt.splitlines()[0][len("Candidate relations: "):].split(", ")[0].strip('".')
         return f"Relation: {first}"
     if prompt.startswith("Read the knowledge-graph triples"):  # StructGPT reading
-        first = next(x for x in prompt.splitlines() if x.startswith("("))
-        return "Next: {" + first.strip("()").split(", ")[-1] + "}"
-    if "Start your reply with {Yes} or {No}" in prompt:
+        return "Need further information"
+    if "Start your reply with {Yes} or {No}" in prompt or "({Yes} or {No})" in prompt:
         return "{No}. {more about the targets}"
     return "{unknown}"
 
@@ -132,24 +131,25 @@ TOG_EDGES = [("topicdrug", "ra", "alpha"), ("topicdrug", "ra", "beta"), ("topicd
 
 def tog_script(yes_when):
     return ScriptedBackend(rules={
-        # relation pruning: five scores, ToG keeps the three highest (rc, ra, rd)
+        # relation pruning: five scores; ToG keeps every relation the reply scores
         "Topic entity: topicdrug": "{rb (Score: 0.05)}\n{rc (Score: 0.5)}\n{ra (Score: 0.3)}\n"
                                    "{re (Score: 0.05)}\n{rd (Score: 0.1)}",
         "Topic entity: delta": "{rf (Score: 0.9)} {rc (Score: 0.1)}",
         "Relation followed: rc": "0.8, 0.2",  # delta, epsilon
         "Relation followed: ra": "0.1, 0.9",  # alpha, beta
-        "Are the knowledge-graph triplets": lambda p: "{Yes}" if yes_when in p else "{No}",
+        "say whether the triplets": lambda p: "{Yes}. So the answer is {theta}." if yes_when in p else "{No}.",
     }, default="{theta}")
 
 
-def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
+def test_tog_keeps_every_scored_relation_and_answers_from_the_yes_reply():
     g = hand_graph(TOG_NAMES, TOG_EDGES)
-    backend = tog_script(yes_when="(delta, rf, theta)")
+    backend = tog_script(yes_when="delta, rf, theta")
     q = Query("q1", "explicit", "Which entity hangs off the drug?", tuple(ids(g, "topicdrug")))
     (result,) = build("tog", g, backend).answer([q])
-    # hand-worked: scores delta .5*.8=.4, epsilon .5*.2=.1, alpha .3*.1=.03, beta .3*.9=.27,
-    # zeta .1 (alone: its relation's score). Top 3: delta, beta, then epsilon before zeta (rc
-    # came first in relation order). rb and re are never expanded.
+    # hand-worked: every scored relation is expanded, in reply order rb, rc, ra, re, rd; lone
+    # candidates gamma (.05), eta (.05) and zeta (.1) take their relation's score without a call;
+    # delta .5*.8=.4, epsilon .5*.2=.1, alpha .3*.1=.03, beta .3*.9=.27. Top 3: delta, beta,
+    # then epsilon before zeta (rc came before rd in the reply).
     depth1 = [("topicdrug", "rc", "delta"), ("topicdrug", "ra", "beta"), ("topicdrug", "rc", "epsilon")]
     depth2 = depth1 + [("delta", "rf", "theta")]
     question = q.text
@@ -162,16 +162,17 @@ def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
         prompts.tog_relations(question, "beta", ["ra"], 3),
         prompts.tog_relations(question, "epsilon", ["rc"], 3),
         prompts.tog_sufficient(question, depth2),
-        prompts.answer(question, depth2),
-    ]
+    ]  # the {Yes} reply holds the answer: no answer call
     assert backend.seen == expected
-    assert backend.batches == [1, 2, 1, 3, 1, 1]
+    assert backend.batches == [1, 2, 1, 3, 1]
     assert result.answer == "theta" and result.answer_source == "braces"
+    assert result.raw == "{Yes}. So the answer is {theta}."
     assert result.extra["stopped_at"] == 2 and result.extra["stop"] == "sufficient"
-    t, a, b, d, e, z, th = ids(g, "topicdrug", "alpha", "beta", "delta", "epsilon", "zeta", "theta")
+    t, a, b, c, d, e, z, h, th = ids(g, "topicdrug", "alpha", "beta", "gamma", "delta", "epsilon", "zeta",
+                                     "eta", "theta")
     assert result.paths == [[[t, "rc", d], [d, "rf", th]], [[t, "ra", b]], [[t, "rc", e]]]
-    assert result.explored == {"1": sorted([a, b, d, e, z]), "2": [th]}
-    assert result.usage["calls"] == 9
+    assert result.explored == {"1": sorted([a, b, c, d, e, z, h]), "2": [th]}
+    assert result.usage["calls"] == 8
     assert result.usage["prompt_tokens"] == sum(tokens(p) for p in expected)
     assert_real_walks(g, q, result)
 
@@ -179,18 +180,19 @@ def test_tog_keeps_the_top_relations_and_stops_where_the_check_says_yes():
 def test_tog_stops_at_depth_one_and_answers_from_knowledge_at_the_limit():
     g = hand_graph(TOG_NAMES, TOG_EDGES)
     q = Query("q1", "explicit", "Which entity hangs off the drug?", tuple(ids(g, "topicdrug")))
-    backend = tog_script(yes_when="(topicdrug, rc, delta)")
+    backend = tog_script(yes_when="topicdrug, rc, delta")
     (result,) = build("tog", g, backend).answer([q])
-    assert result.extra["stopped_at"] == 1 and result.usage["calls"] == 5  # 1 + 2 + 1 check + 1 answer
-    assert backend.batches == [1, 2, 1, 1]
+    assert result.extra["stopped_at"] == 1 and result.usage["calls"] == 4  # 1 + 2 + the check that answers
+    assert backend.batches == [1, 2, 1]
     # never yes: depth 1 and 2 searched (depth 3 has no candidate left: half stop from paths)
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2).answer([q])
     assert result.extra == {"stopped_at": 2, "stop": "depth-limit"}
-    assert backend.seen[-1] == prompts.chain_of_thought(q.text) and result.fallback == "llm-knowledge"
+    assert backend.seen[-1] == prompts.few_shot_cot(q.text) and result.fallback == "llm-knowledge"
     backend = tog_script(yes_when="never")
     (result,) = build("tog", g, backend, max_depth=2, exhausted="paths").answer([q])
-    assert backend.seen[-1].startswith("Answer the biomedical question using") and result.fallback == ""
+    assert backend.seen[-1].startswith("Given a question and knowledge-graph triplets") and "answer the question " \
+        "with these triplets" in backend.seen[-1] and result.fallback == ""
 
 
 def test_tog_samples_long_neighbour_lists_with_a_seed():
@@ -261,7 +263,7 @@ POG_EDGES = [("topicdrug", "r1", "alpha"), ("topicdrug", "r1", "beta"), ("alpha"
              ("beta", "r2", "delta")]
 
 
-def pog_script(decision):
+def pog_script():
     return ScriptedBackend(rules={
         "Break answering": '["find the protein", "find what it binds"]',
         "Entity: topicdrug\n": "['r1']",
@@ -270,47 +272,35 @@ def pog_script(decision):
         "Entity: gamma\n": "[]",
         "Triples: topicdrug r1": "['alpha']",
         "From the information below": '{"1": "alpha found", "2": "unknown"}',
-        "Knowledge triplets:\nbeta, r2, ['delta']": "{Yes}. The answer is {delta}.",
-        "Knowledge triplets:\ntopicdrug, r1": "{No}",
-        "Knowledge triplets:\nalpha, r2": "{No}",
-        "Entities to explore next: ['alpha']": "{continue}",
-        "Entities to explore next: ['gamma']": "{" + decision + "} gamma leads nowhere",
+        "Knowledge Triplets: beta, r2, ['delta']": '{"A": {"Sufficient": "Yes", "Answer": "delta"}, "R": "beta binds"}',
+        "Entities set to be retrieved: ['alpha']": '{"Add": "No", "Reason": "alpha is right"}',
+        "Entities set to be retrieved: ['gamma']": '{"Add": "Yes", "Reason": "gamma leads nowhere"}',
         "Choose the fewest entities": "['beta']",
-    }, default="{No}")
+    }, default='{"A": {"Sufficient": "No", "Answer": "Null"}, "R": "not yet"}')
 
 
-def test_pog_backtracks_to_the_entity_reflection_names():
+def test_pog_reflection_adds_the_entity_it_names_to_the_current_ones():
     g = hand_graph(POG_NAMES, POG_EDGES)
-    backend = pog_script("backtrack")
+    backend = pog_script()
     q = Query("q", "explicit", "What does the protein bind?", tuple(ids(g, "topicdrug")))
     (result,) = build("pog", g, backend).answer([q])
     t, a, b, c, d = ids(g, *POG_NAMES)
-    # the pick offered the entities expanded before (alpha, topicdrug) then the one left aside (beta)
+    # the pick offered every entity of the explored subgraph not explored now, by name
     pick = next(p for p in backend.seen if p.startswith("Choose the fewest"))
-    assert "Candidates: ['alpha', 'topicdrug', 'beta']" in pick
-    # after backtracking, depth 3 explores beta only, and the new path starts from beta's own path
+    assert "Candidate Entities: ['alpha', 'beta', 'topicdrug']" in pick and "Reason: gamma leads nowhere" in pick
+    # the addition keeps gamma and adds beta, along beta's own path
     assert [p.split("Entity: ")[-1].splitlines()[0] for p in backend.seen if p.startswith("Choose as few")] == \
-        ["topicdrug", "alpha", "beta"]
+        ["topicdrug", "alpha", "gamma", "beta"]
     assert [[t, "r1", b], [b, "r2", d]] in result.paths
-    assert result.extra["reflections"] == [{"decision": "backtrack", "entities": [b]}]
-    assert result.answer == "delta" and result.extra["stopped_at"] == 3
+    assert result.extra["reflections"] == [{"decision": "add", "entities": [b]}]
+    assert result.answer == "delta" and result.answer_source == "braces" and result.extra["stopped_at"] == 3
     assert result.explored == {"1": [a, b], "2": [c, d]}
-    # calls: decompose 1; depth 1: relations, entities, memory, evaluation, reflection = 5;
-    # depth 2: relations (gamma alone: no entity call), memory, evaluation, reflection, pick = 5;
-    # depth 3: relations, memory, evaluation (yes) = 3
-    assert result.usage["calls"] == 14
+    # calls: decompose 1; depth 1: relations, entities, memory, evaluation, reflection (no) = 5;
+    # depth 2: relations (gamma alone: no entity call), memory, evaluation, reflection (yes), pick = 5;
+    # depth 3: relations of gamma and of beta, memory, evaluation (sufficient) = 4
+    assert result.usage["calls"] == 15
     assert result.usage["prompt_tokens"] == sum(tokens(p) for p in backend.seen)
     assert_real_walks(g, q, result)
-
-
-def test_pog_add_keeps_the_current_entities_too():
-    g = hand_graph(POG_NAMES, POG_EDGES)
-    backend = pog_script("add")
-    q = Query("q", "explicit", "What does the protein bind?", tuple(ids(g, "topicdrug")))
-    (result,) = build("pog", g, backend).answer([q])
-    expanded = [p.split("Entity: ")[-1].splitlines()[0] for p in backend.seen if p.startswith("Choose as few")]
-    assert expanded == ["topicdrug", "alpha", "gamma", "beta"]
-    assert result.extra["reflections"] == [{"decision": "add", "entities": ids(g, "beta")}]
 
 
 def test_pog_caps_long_entity_lists_by_similarity():
@@ -330,10 +320,10 @@ def test_structgpt_follows_the_relation_the_script_picks():
     names = ("topicdrug", "alpha", "beta", "gamma")
     g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("topicdrug", "rb", "beta"), ("beta", "rc", "gamma")])
     backend = ScriptedBackend(rules={
-        "Relations followed so far: rb": "The relevant relation: rc",
+        "Relations already chosen: rb": "The relevant relation: rc",
         "Candidate relations:": "The relevant relation: rb",
-        "(topicdrug, rb, beta)": "Next: {beta}",
-        "(beta, rc, gamma)": "Answer: {gamma}",
+        "(topicdrug, rb, beta)": "Need further information",
+        "(beta, rc, gamma)": "The final answers: {gamma}",
     })
     q = Query("q", "explicit", "What does the drug's partner connect to?", tuple(ids(g, "topicdrug")))
     (result,) = build("structgpt", g, backend).answer([q])

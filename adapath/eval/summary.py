@@ -98,6 +98,14 @@ def summarize(rows: list[dict], resamples: int = 1000, seed: int = 42) -> dict:
     _metapath_metrics(metrics, rows, levels)
     metrics["usage"] = {"n": len(rows), **{k: round(float(np.mean([float(r["usage"].get(k, 0) or 0) for r in rows])), 4)
                                            if rows else 0.0 for k in USAGE_KEYS}}
+    # calls whose tokens are estimates (no usage in the reply) and failed attempts, when any
+    for key in ("estimated_calls", "failed_attempts"):
+        total = sum(int(r["usage"].get(key, 0) or 0) for r in rows)
+        if total:
+            metrics["usage"][key] = total
+    if "estimated_calls" in metrics["usage"]:
+        calls = sum(float(r["usage"].get("calls", 0) or 0) for r in rows)
+        metrics["usage"]["estimated_share"] = round(metrics["usage"]["estimated_calls"] / calls, 4) if calls else 1.0
     metrics["answer_sources"] = dict(Counter(r["answer_source"] for r in rows).most_common())
     metrics["has_paths"] = any(r["has_paths"] for r in rows)
     metrics["has_explored"] = any(r["has_explored"] for r in rows)

@@ -244,18 +244,34 @@ def table24(metrics: dict) -> str:
 
 
 def efficiency(metrics: dict) -> str:
-    """LLM calls, prompt and completion tokens and LLM seconds per query, per method."""
+    """LLM calls, prompt and completion tokens and LLM seconds per query, per method.
+
+    A request that returns n samples is one call. Token counts of a method any of whose calls
+    reported no usage are marked ``~`` (estimated) with the estimated share of its calls;
+    attempts that failed and were retried are their own column, not calls."""
     methods = _methods(metrics)
     stats = (("LLM calls / query", "calls", 2), ("Prompt tokens / query", "prompt_tokens", 1),
              ("Completion tokens / query", "completion_tokens", 1), ("LLM seconds / query", "seconds", 3))
     flags = {key: best_flags([m["usage"][key] for m in methods.values()], lowest=True, digits=digits)
              for _, key, digits in stats}
-    rows = [[name, str(m["usage"]["n"])] + [value_text(m["usage"][key], bold=flags[key][i], digits=digits)
-                                            for _, key, digits in stats]
-            for i, (name, m) in enumerate(methods.items())]
+    rows = []
+    for i, (name, m) in enumerate(methods.items()):
+        usage = m["usage"]
+        share = usage.get("estimated_share", 0.0)
+        cells = []
+        for _, key, digits in stats:
+            text = value_text(usage[key], bold=flags[key][i], digits=digits)
+            if share and key in ("prompt_tokens", "completion_tokens"):
+                text = "~" + text
+            cells.append(text)
+        estimated = f"{100 * share:.0f}%" if share else "0%"
+        rows.append([name, str(usage["n"])] + cells + [estimated, str(usage.get("failed_attempts", 0))])
+    headings = ["Method", "n"] + [heading for heading, _, _ in stats] + ["Estimated calls", "Failed attempts"]
     return "\n".join(["Efficiency: mean per query over every result line (from each result's usage; seconds are "
-                      "the LLM time charged to the query). Lowest per column in bold.", "",
-                      *_grid(["Method", "n"] + [heading for heading, _, _ in stats], rows)]) + "\n"
+                      "the LLM time charged to the query). A request returning n samples is one call. ~: token "
+                      "counts estimated (words x 4/3) for the share of calls whose reply reported no usage. "
+                      "Failed attempts (retried, in total) are not calls. Lowest per column in bold.", "",
+                      *_grid(headings, rows)]) + "\n"
 
 
 ANSWER_SOURCES = ("braces", "mentioned", "stated", "best-path", "extractive", "none")

@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.errors import InputError
-from adapath.llm.base import Generation, GenerationParams, ParamsArg, per_prompt
+from adapath.llm.base import (
+    Generation,
+    GenerationParams,
+    ParamsArg,
+    count_tokens,
+    fan_out,
+    fold,
+    per_prompt,
+)
 
 
 def _missing(package: str, extra: str) -> InputError:
@@ -48,10 +56,12 @@ class VLLMBackend:
         from vllm import SamplingParams
 
         sampling = [SamplingParams(max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p,
-                                   seed=p.seed, stop=list(p.stop) or None)
+                                   seed=p.seed, stop=list(p.stop) or None, n=max(1, p.n))
                     for p in per_prompt(params, len(prompts))]
         outputs = self.llm.chat([[{"role": "user", "content": p}] for p in prompts], sampling, use_tqdm=False)
-        return [Generation(o.outputs[0].text, len(o.prompt_token_ids), len(o.outputs[0].token_ids))
+        # n samples of one prompt are one request: the prompt counted once, completions summed
+        return [Generation(o.outputs[0].text, len(o.prompt_token_ids), sum(len(c.token_ids) for c in o.outputs),
+                           samples=tuple(c.text for c in o.outputs) if len(o.outputs) > 1 else ())
                 for o in outputs]
 
 
@@ -119,7 +129,11 @@ class HFBackend:
         self.torch, self.device = torch, device
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
-        settings = per_prompt(params, len(prompts))
+        requested = per_prompt(params, len(prompts))
+        prompts, settings = fan_out(prompts, requested)  # n samples: n seeds, one call each request
+        return fold(self._grouped(prompts, settings), requested)
+
+    def _grouped(self, prompts: list[str], settings: list[GenerationParams]) -> list[Generation]:
         groups: dict[GenerationParams, list[int]] = {}
         for i, setting in enumerate(settings):
             groups.setdefault(setting, []).append(i)
@@ -168,12 +182,15 @@ class GGUFBackend:
                          n_gpu_layers=n_gpu_layers, verbose=False)
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
+        requested = per_prompt(params, len(prompts))
         out = []
-        for prompt, p in zip(prompts, per_prompt(params, len(prompts))):
+        for prompt, p in zip(*fan_out(prompts, requested)):
             reply = self.llm.create_chat_completion(
                 messages=[{"role": "user", "content": prompt}], max_tokens=p.max_tokens,
                 temperature=p.temperature, top_p=p.top_p, seed=p.seed, stop=list(p.stop) or None)
             usage = reply.get("usage") or {}
-            out.append(Generation(reply["choices"][0]["message"]["content"] or "",
-                                  int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))))
-        return out
+            text = reply["choices"][0]["message"]["content"] or ""
+            out.append(Generation(text, int(usage.get("prompt_tokens") or count_tokens(prompt)),
+                                  int(usage.get("completion_tokens") or count_tokens(text)),
+                                  estimated=not usage.get("prompt_tokens")))
+        return fold(out, requested)

@@ -72,12 +72,15 @@ class OpenAIHTTPBackend:
         }
         if params.stop:
             body["stop"] = list(params.stop)
+        if params.n > 1:  # n samples in one request: one call
+            body["n"] = params.n
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = json.dumps(body).encode()
         last = "no attempt"
         server = None
+        failed = 0  # attempts that failed before the reply: counted apart from the call
         for attempt in range(self.retries + 1):
             rounds, step = divmod(attempt, len(self.base_urls))
             if attempt and step == 0:  # every server tried since the last pause
@@ -88,17 +91,26 @@ class OpenAIHTTPBackend:
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     payload = json.loads(response.read().decode("utf-8"))
-                text = payload["choices"][0]["message"]["content"] or ""
+                choices = sorted(payload["choices"], key=lambda c: c.get("index", 0))
+                texts = [c["message"]["content"] or "" for c in choices]
                 usage = payload.get("usage") or {}
-                return Generation(text, int(usage.get("prompt_tokens") or count_tokens(prompt)),
-                                  int(usage.get("completion_tokens") or count_tokens(text)))
+                # a reply without usage: estimated counts, marked so in the efficiency table
+                estimated = not (usage.get("prompt_tokens") and "completion_tokens" in usage)
+                completion = (int(usage["completion_tokens"]) if not estimated
+                              else sum(count_tokens(t) for t in texts))
+                return Generation(texts[0], int(usage.get("prompt_tokens") or count_tokens(prompt)), completion,
+                                  estimated=estimated, failed_attempts=failed,
+                                  samples=tuple(texts) if params.n > 1 else ())
             except urllib.error.HTTPError as exc:
+                failed += 1
                 last = f"{url}: HTTP {exc.code}"
                 if 400 <= exc.code < 500 and exc.code not in (408, 429):
                     break  # a client error does not improve with retries
             except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                failed += 1
                 last = f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}"
             except (json.JSONDecodeError, KeyError, IndexError, TypeError, UnicodeDecodeError):
+                failed += 1
                 last = f"{url}: malformed reply"
             finally:
                 self._done(server)

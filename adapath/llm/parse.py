@@ -9,8 +9,17 @@ _BRACES = re.compile(r"\{([^{}]*)\}")
 _YES_NO = {"yes", "no", "true", "false"}
 
 
+# A JSON "Answer" field (PoG replies {"A": {"Sufficient": "Yes", "Answer": "X"}, "R": ...})
+_JSON_ANSWER = re.compile(r'"Answer"\s*:\s*"([^"]*)"')
+
+
 def parse_answer(text: str) -> str:
-    """The first ``{...}`` in the reply, skipping a leading yes/no brace; none -> ''."""
+    """The first ``{...}`` in the reply, skipping a leading yes/no brace; a JSON ``"Answer"``
+    field first when the reply has one (``Null``/``None`` count as no answer); none -> ''."""
+    field = _JSON_ANSWER.search(text or "")
+    if field:
+        value = field.group(1).strip()
+        return "" if value.lower() in ("null", "none", "") else value
     for match in _BRACES.finditer(text or ""):
         content = match.group(1).strip().strip("\"'").strip()
         if content.lower() in _YES_NO:

@@ -137,23 +137,31 @@ def _triplet_lines(triplets: list[tuple[str, str, str]]) -> list[str]:
 
 
 def structgpt_relation(question: str, start: list[str], followed: list[str], relations: list[str]) -> str:
+    """StructGPT's relation choice (zero-shot, as its KGQA prompts): one relation to follow."""
     lines = [f"Candidate relations: {', '.join(relations)}.",
-             f"Question: {question}",
-             f"You start from: {'; '.join(start)}."]
+             f'Question: "{question}". You start from: {"; ".join(start)}.']
     if followed:
-        lines.append(f"Relations followed so far: {', '.join(followed)}.")
-    lines.append("Pick the one candidate relation to follow next towards the answer. Reply with "
-                 "'Relation:' and the relation exactly as listed.")
+        lines.append(f"Relations already chosen: {', '.join(followed)}.")
+    lines.append("Answering the question needs the relations that match its meaning. Pick the one candidate "
+                 "relation to follow next towards the answer, exactly as listed, and start your reply with "
+                 "'The relevant relation:'.")
     return "\n".join(lines)
 
 
 def structgpt_read(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
-    lines = ["Read the knowledge-graph triples below.", f"Question: {question}", "Triples:",
-             *_triplet_lines(triplets),
-             "If they are enough to answer, start your reply with 'Answer:'.", *answer_format(options),
-             "If they are not enough, start your reply with 'Next:' and name the tail entities worth "
-             "following further, in braces separated by semicolons, for example Next: {BRCA1; TP53}."]
+    """StructGPT's reading step (zero-shot): answer from the triples, or ask for more."""
+    lines = ["Read the knowledge-graph triples below.", "Triples:", *_triplet_lines(triplets),
+             f'If they give you enough to answer "{question}", start your reply with \'The final answers:\' and '
+             "give only one answer.", *answer_format(options),
+             "If they are not enough, reply 'Need further information'."]
     return "\n".join(lines)
+
+
+def structgpt_knowledge(question: str, options: tuple[str, ...] = ()) -> str:
+    """StructGPT's answer when the graph gives nothing to read: the model's own knowledge."""
+    return "\n".join([f"From what you know: {question}",
+                      "Start your reply with 'The final answers:' and give only one answer.",
+                      *answer_format(options)])
 
 
 def tog_relations(question: str, entity: str, relations: list[str], width: int) -> str:
@@ -193,16 +201,100 @@ def tog_entities(question: str, relation: str, names: list[str]) -> str:
         "Reply:"])
 
 
-def tog_sufficient(question: str, triplets: list[tuple[str, str, str]]) -> str:
-    example = f"Question: Which gene is targeted by the drug indicated for {_CML}?"
-    return "\n".join([
-        "Are the knowledge-graph triplets below, together with your own knowledge, enough to answer "
-        "the question? Start your reply with {Yes} or {No}, then explain briefly.",
-        "Example 1", example, "Triplets:", f"({_CML}, indication, Imatinib)",
-        "Reply: {No}. The triplets give the drug, Imatinib, but not the gene it targets.",
-        "Example 2", example, "Triplets:", f"({_CML}, indication, Imatinib)", "(Imatinib, target, ABL1)",
-        "Reply: {Yes}. Imatinib is indicated for the disease and targets ABL1.",
-        "Now", f"Question: {question}", "Triplets:", *_triplet_lines(triplets), "Reply:"])
+# Five worked examples shared by ToG's sufficiency check and final answer and by PoG's
+# evaluation (the originals share one set of five too): (question, triplets, enough?, reply).
+_FIVE = (
+    (f"Which gene is targeted by the drug indicated for {_CML}?",
+     [(_CML, "indication", "Imatinib")], False, "",
+     "The triplets give the drug, Imatinib, but not the gene it acts on; its target is still needed."),
+    ("The drug indicated for atrial fibrillation that causes bleeding targets which gene?",
+     [("atrial fibrillation", "indication", "Warfarin"), ("Warfarin", "side effect", "bleeding"),
+      ("Warfarin", "target", "VKORC1")], True, "VKORC1",
+     "Warfarin is indicated for atrial fibrillation, causes bleeding and targets VKORC1."),
+    ("Which drugs treat the disease associated with the gene HTT?",
+     [("HTT", "associated with", "Huntington disease"), ("HTT", "interacts with", "HAP1")], False, "",
+     "HTT is linked to Huntington disease, but no triplet names a drug indicated for it."),
+    ("Which phenotype is present in the disease associated with the gene FBN1?",
+     [("FBN1", "associated with", "Marfan syndrome"), ("Marfan syndrome", "phenotype present", "Ectopia lentis"),
+      ("FBN1", "expression present", "aorta")], True, "Ectopia lentis",
+     "FBN1 is associated with Marfan syndrome, which presents ectopia lentis."),
+    ("Which drug interacts with the drug indicated for hypothyroidism?",
+     [("hypothyroidism", "indication", "Levothyroxine"), ("hypothyroidism", "phenotype present", "fatigue"),
+      ("Levothyroxine", "target", "THRA")], False, "",
+     "Levothyroxine is the drug indicated for hypothyroidism, but no triplet gives a drug it interacts with."),
+)
+
+
+def _comma_triplets(triplets: list[tuple[str, str, str]]) -> list[str]:
+    """ToG's and PoG's way of listing triplets: one ``head, relation, tail`` per line."""
+    return [f"{h}, {r}, {t}" for h, r, t in triplets] or ["(none)"]
+
+
+def tog_sufficient(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
+    """ToG's sufficiency check (5-shot): {Yes} or {No}; after {Yes} the reply also holds the
+    answer in braces, and ToG takes its answer from this reply."""
+    lines = ["Given a question and knowledge-graph triplets (entity, relation, entity) retrieved for it, "
+             "say whether the triplets together with your own knowledge are enough to answer the question "
+             "({Yes} or {No}). After {Yes}, give the answer."]
+    for q, facts, enough, answer, why in _FIVE:
+        lines += [f"Q: {q}", "Knowledge Triplets: " + "\n".join(_comma_triplets(facts)),
+                  f"A: {{{'Yes' if enough else 'No'}}}. {why}" + (f" So the answer is {{{answer}}}." if enough else ""),
+                  ""]
+    lines += [f"Q: {question}", "Knowledge Triplets: " + "\n".join(_comma_triplets(triplets)),
+              "After {Yes}, give the answer:", *answer_format(options), "A:"]
+    return "\n".join(lines)
+
+
+def tog_answer(question: str, triplets: list[tuple[str, str, str]], options: tuple[str, ...] = ()) -> str:
+    """ToG's (and PoG's) answer from the triplets and the model's knowledge (5-shot)."""
+    lines = ["Given a question and knowledge-graph triplets (entity, relation, entity) retrieved for it, "
+             "answer the question with these triplets and your own knowledge."]
+    fill = {0: "With my own knowledge, Imatinib inhibits the kinase encoded by ABL1. So the answer is {ABL1}.",
+            2: "With my own knowledge, tetrabenazine is used for Huntington disease. So the answer is "
+               "{Tetrabenazine}.",
+            4: "With my own knowledge, calcium carbonate reduces the absorption of Levothyroxine. So the answer "
+               "is {Calcium carbonate}."}
+    for i, (q, facts, enough, answer, why) in enumerate(_FIVE):
+        reply = f"{why} So the answer is {{{answer}}}." if enough else f"{why} {fill[i]}"
+        lines += [f"Q: {q}", "Knowledge Triplets: " + "\n".join(_comma_triplets(facts)), f"A: {reply}", ""]
+    lines += [f"Q: {question}", "Knowledge Triplets: " + "\n".join(_comma_triplets(triplets)),
+              *answer_format(options), "A:"]
+    return "\n".join(lines)
+
+
+# Six chain-of-thought exemplars in the "Q: ... A: First, ... The answer is {...}." shape: ToG's
+# answer without the graph is 6-shot, and self-consistency samples few-shot chains of thought
+# (Wang et al. use Wei et al.'s exemplars: six for multi-step StrategyQA).
+_SIX = (
+    (f"Which gene is targeted by the drug indicated for {_CML}?",
+     f"First, the drug indicated for {_CML} is Imatinib. Second, Imatinib targets ABL1.", "ABL1"),
+    ("Which gene does the oral anticoagulant that needs INR monitoring inhibit?",
+     "First, the oral anticoagulant monitored by INR is Warfarin. Second, Warfarin inhibits VKORC1.", "VKORC1"),
+    ("Which phenotype is present in the disease associated with the gene FBN1?",
+     "First, FBN1 is associated with Marfan syndrome. Second, Marfan syndrome presents ectopia lentis.",
+     "Ectopia lentis"),
+    ("Which disease is treated by the drug that the brain converts into dopamine?",
+     "First, the drug converted into dopamine in the brain is Levodopa. Second, Levodopa is indicated for "
+     "Parkinson disease.", "Parkinson disease"),
+    ("Which gene encodes the receptor targeted by the antibody indicated for HER2-positive breast cancer?",
+     "First, the antibody indicated for HER2-positive breast cancer is Trastuzumab. Second, Trastuzumab "
+     "targets the receptor encoded by ERBB2.", "ERBB2"),
+    ("Which organ is damaged most by the disease associated with the gene CFTR?",
+     "First, CFTR is associated with cystic fibrosis. Second, cystic fibrosis damages the lung most.", "lung"),
+)
+
+
+def few_shot_cot(question: str, options: tuple[str, ...] = ()) -> str:
+    """Six worked chains of thought, then the question (ToG's answer without the graph; each
+    self-consistency sample)."""
+    lines = []
+    for q, chain, answer in _SIX:
+        lines += [f"Q: {q}", f"A: {chain} The answer is {{{answer}}}.", ""]
+    lines += [f"Q: {question}"]
+    if options:
+        lines += [*answer_format(options)]
+    lines.append("A:")
+    return "\n".join(lines)
 
 
 def tog2_topics(question: str, names: list[str]) -> str:
@@ -317,54 +409,94 @@ def pog_memory(question: str, subobjectives: list[str], memory: str,
         "Knowledge triplets:", *_grouped(groups), "Reply:"])
 
 
+def _pog_memory_of(i: int) -> str:
+    """What PoG's memory would hold for worked example ``i`` of ``_FIVE``."""
+    q, facts, enough, answer, why = _FIVE[i]
+    first = f"{facts[0][0]} {facts[0][1]} {facts[0][2]}."
+    return '{"1": "' + first + '", "2": "' + ("Found." if enough else "Not found yet.") + '"}'
+
+
 def pog_reason(question: str, memory: str, groups: list[tuple[str, str, list[str]]],
                options: tuple[str, ...] = ()) -> str:
-    example = f"Question: Which gene does the drug indicated for {_CML} target?"
-    return "\n".join([
-        "Answer the question from the memory, the knowledge triplets and your own knowledge; when a "
-        "triplet states the answer, trust it over the memory. Start your reply with {Yes} if this is "
-        "enough to answer, or {No} if it is not.",
-        "Example 1", example, 'Memory: {"1": "Imatinib is indicated for the disease.", "2": "Not found yet."}',
-        "Knowledge triplets:", f"{_CML}, indication, ['Imatinib']",
-        "Reply: {No}. The drug is known, its target is not.",
-        "Example 2", example, 'Memory: {"1": "Imatinib is indicated for the disease.", "2": "Imatinib targets ABL1."}',
-        "Knowledge triplets:", "Imatinib, target, ['ABL1']",
-        "Reply: {Yes}. Imatinib targets ABL1. {ABL1}",
-        "Now", f"Question: {question}", f"Memory: {memory or '(empty)'}", "Knowledge triplets:",
-        *_grouped(groups), "After {Yes}, give the answer:", *answer_format(options), "Reply:"])
+    """PoG's evaluation (5-shot): JSON with whether the memory and triplets suffice and the
+    answer ("Null" when they do not)."""
+    lines = ["Answer the question from the memory, the knowledge triplets and your own knowledge. Say whether "
+             "this is sufficient and, if it is, give the answer.", "", "Here are five examples:"]
+    for i, (q, facts, enough, answer, why) in enumerate(_FIVE):
+        grouped = [f"{h}, {r}, [{t}]" for h, r, t in facts]
+        lines += [f"Q: {q}", f"Memory: {_pog_memory_of(i)}", "Knowledge Triplets: " + "\n".join(grouped),
+                  "Output:",
+                  '{"A": {"Sufficient": "' + ("Yes" if enough else "No") + '", "Answer": "'
+                  + (answer if enough else "Null") + '"}, "R": "' + why + '"}', ""]
+    lines += ["Now output the result for the question below as JSON only (with \"A\" and \"R\"). "
+              + ("When sufficient, the Answer is the single best answer entity's name." if not options else ""),
+              *_json_options(options), f"Q: {question}", f"Memory: {memory or '(empty)'}",
+              "Knowledge Triplets: " + "\n".join(_grouped(groups)), "Output:"]
+    return "\n".join(lines)
 
 
 def pog_reflect(question: str, frontier: list[str], memory: str,
                 triplets: list[tuple[str, str, str]]) -> str:
+    """PoG's reflection (2-shot): should entities already seen be added to those the search
+    explores next? JSON {"Add": "Yes"|"No", "Reason": ...}."""
     return "\n".join([
-        "The search has not answered the question yet. Reflect on the entities it will explore next: "
-        "reply {continue} if they are right, {add} if earlier entities should be explored as well, or "
-        "{backtrack} if the current direction is wrong and the search should go back to earlier "
-        "entities; then give the reason.",
-        "Example",
-        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
-        "Entities to explore next: ['BCR-ABL fusion']",
-        'Memory: {"1": "No drug found yet.", "2": "Not found yet."}',
-        "Knowledge triplets:", f"({_CML}, associated with, BCR-ABL fusion)",
-        "Reply: {backtrack} The search followed a gene, not the drugs the question asks about.",
-        "Now",
-        f"Question: {question}", f"Entities to explore next: {frontier}", f"Memory: {memory or '(empty)'}",
-        "Knowledge triplets:", *_triplet_lines(triplets), "Reply:"])
+        "From the entities the search will explore next and what is known (memory and triplets), decide "
+        "whether further entities must be added to answer the question.",
+        "Here are two examples:",
+        "Q: Which drugs are indicated for the diseases associated with the gene BRCA1?",
+        "Entities set to be retrieved: ['breast cancer']",
+        "Memory: BRCA1 is associated with breast cancer and ovarian cancer.",
+        "Knowledge Triplets: BRCA1, associated with, ['breast cancer', 'ovarian cancer']",
+        'Output: {"Add": "Yes", "Reason": "The entities leave out ovarian cancer, also associated with BRCA1."}',
+        "",
+        f"Q: Which gene is targeted by the drug indicated for {_CML}?",
+        "Entities set to be retrieved: ['Imatinib']",
+        "Memory: Imatinib is indicated for the disease.",
+        f"Knowledge Triplets: {_CML}, indication, ['Imatinib']",
+        'Output: {"Add": "No", "Reason": "Next, search the genes Imatinib targets."}',
+        "",
+        "Now output the result for the question below as JSON only (with \"Add\" and \"Reason\").",
+        f"Q: {question}", f"Entities set to be retrieved: {frontier}", f"Memory: {memory or '(empty)'}",
+        "Knowledge Triplets: " + "\n".join(_comma_triplets(triplets)), "Output:"])
 
 
 def pog_pick(question: str, reason: str, candidates: list[str], memory: str) -> str:
+    """PoG's choice of the entities to add (1-shot): a list."""
     return "\n".join([
-        "Choose the fewest entities to explore again, from the candidates, to answer the question. "
-        "Reply with the list only.",
-        "Example",
-        f"Question: Which genes are targeted by the drugs indicated for {_CML}?",
-        "Reason: The search followed a gene, not the drugs the question asks about.",
-        f"Candidates: ['BCR-ABL fusion', '{_CML}']",
-        'Memory: {"1": "No drug found yet.", "2": "Not found yet."}',
-        f"Reply: ['{_CML}']",
-        "Now",
-        f"Question: {question}", f"Reason: {reason}", f"Candidates: {candidates}",
-        f"Memory: {memory or '(empty)'}", "Reply:"])
+        "Choose the fewest entities, from the candidate entities, that must be added to the search to answer "
+        "the question, given what is known (memory), the reason for adding and your own knowledge.",
+        "Here is an example:",
+        "Q: Which drugs are indicated for the diseases associated with the gene BRCA1?",
+        "Reason: The entities leave out ovarian cancer, also associated with BRCA1.",
+        "Candidate Entities: ['BRCA1', 'BARD1', 'ovarian cancer', 'RAD51']",
+        "Memory: BRCA1 is associated with breast cancer and ovarian cancer.",
+        "Output: ['ovarian cancer']",
+        "",
+        "Now output the list for the question below, without other text.",
+        f"Q: {question}", f"Reason: {reason}", f"Candidate Entities: {candidates}",
+        f"Memory: {memory or '(empty)'}", "Output:"])
+
+
+def pog_knowledge(question: str, options: tuple[str, ...] = ()) -> str:
+    """PoG's answer without the graph (1-shot): JSON with whether the model knows and its answer."""
+    closing = "" if options else "The Answer is the single best answer entity's name."
+    return "\n".join([
+        "Answer the question step by step from your own knowledge. Here is an example:",
+        f"Q: Which gene is targeted by the drug indicated for {_CML}?",
+        "The output is:",
+        '{"A": {"Known": "Yes", "Answer": "ABL1"}, "R": "First, the drug indicated for the disease is Imatinib. '
+        'Second, Imatinib targets ABL1."}',
+        "",
+        "Output the answer as JSON only (with \"A\" and \"R\"). " + closing, *_json_options(options),
+        f"Q: {question}"])
+
+
+def _json_options(options: tuple[str, ...]) -> list[str]:
+    """Multiple choice in a JSON reply: the options, and the letter as the Answer."""
+    if not options:
+        return []
+    return ["Options:", *(f"{letter}. {text}" for letter, text in zip("ABCDEFGH", options)),
+            'Reply with the letter of the best option as the Answer, for example "Answer": "B".']
 
 
 # ---- LLM-only and fact-retrieval baselines: IO, chain-of-thought, self-consistency

@@ -10,8 +10,8 @@ bind to another address only on a network you trust.
 - ``POST /v1/chat/completions``: ``messages`` (system and user turns; the reply continues
   the last user turn), ``max_tokens`` (or ``max_completion_tokens``), ``temperature``,
   ``top_p``, ``seed``, ``stop``, ``n``; the reply carries ``usage`` (prompt, completion and
-  total tokens as the backend counts them). Choice ``i`` of ``n`` is sampled with seed
-  ``seed + i``.
+  total tokens as the backend counts them). The ``n`` choices are one request to the backend
+  (``GenerationParams.n``: vLLM samples them natively; local backends use seeds ``seed + i``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from adapath.llm.base import Generation, GenerationParams
@@ -119,8 +119,8 @@ def _number(body: dict, key: str, kind: type, default, low, high):
     return kind(value)
 
 
-def parse_request(body: dict, served: str) -> tuple[str, list[GenerationParams]]:
-    """(prompt, settings of each of the ``n`` choices) of a chat-completions request."""
+def parse_request(body: dict, served: str) -> tuple[str, GenerationParams]:
+    """(prompt, its settings, ``n`` choices included) of a chat-completions request."""
     if not isinstance(body, dict):
         raise RequestError(400, "the body must be a JSON object")
     model = body.get("model")
@@ -151,9 +151,7 @@ def parse_request(body: dict, served: str) -> tuple[str, list[GenerationParams]]
         seed=_number(body, "seed", int, 42, -2**63, 2**63 - 1),
         stop=tuple(stop))
     n = _number(body, "n", int, 1, 1, 128)
-    settings = [base if i == 0 else GenerationParams(base.max_tokens, base.temperature, base.top_p,
-                                                     base.seed + i, base.stop) for i in range(n)]
-    return "\n\n".join(parts), settings
+    return "\n\n".join(parts), replace(base, n=n)
 
 
 def authorized(header: str | None, api_key: str | None) -> bool:
@@ -224,9 +222,9 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
                     body = json.loads(self.rfile.read(length).decode("utf-8"))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise RequestError(400, f"the body is not JSON ({exc})") from None
-                prompt, settings = parse_request(body, name)
+                prompt, setting = parse_request(body, name)
                 try:
-                    generations = batcher.submit([prompt] * len(settings), settings)
+                    (generation,) = batcher.submit([prompt], [setting])
                 except Exception as exc:  # the backend failed: a 500 the client may retry
                     raise RequestError(500, f"backend error: {type(exc).__name__}: {exc}", "server_error") from None
             except RequestError as exc:
@@ -234,14 +232,15 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
                 return
             with lock:
                 number = next(counter)
-            prompt_tokens = max(g.prompt_tokens for g in generations)
-            completion = sum(g.completion_tokens for g in generations)
+            prompt_tokens, completion = generation.prompt_tokens, generation.completion_tokens
+            texts = generation.texts()
+            # per-choice lengths are not kept: a choice counts as cut when the mean reaches the cap
+            cut = completion >= setting.max_tokens * len(texts)
             self._send(200, {
                 "id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
                 "model": name,
-                "choices": [{"index": i, "message": {"role": "assistant", "content": g.text},
-                             "finish_reason": "length" if g.completion_tokens >= s.max_tokens else "stop"}
-                            for i, (g, s) in enumerate(zip(generations, settings))],
+                "choices": [{"index": i, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "length" if cut else "stop"} for i, text in enumerate(texts)],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
                           "total_tokens": prompt_tokens + completion}})
 

@@ -263,19 +263,24 @@ def searching(states: list[SearchState]) -> list[int]:
 
 
 def final_results(graph: KnowledgeGraph, call: LLMCaller, states: list[SearchState], usages: list[Usage],
-                  method: str, extra, params: GenerationParams | None = None) -> list[Result]:
+                  method: str, extra, params: GenerationParams | None = None,
+                  paths_prompt=None, knowledge_prompt=None) -> list[Result]:
     """The answer prompts still owed (one batch), then one result per state.
 
     ``extra(state)`` gives the method's own fields. Paths are the maximal kept walks, deepest
     (then best scored) first; the first one's end stands in for an unreadable answer.
+    ``paths_prompt(question, triplets, options)`` and ``knowledge_prompt(question, options)``
+    are a method's own answer prompts (default: ``prompts.answer`` and zero-shot CoT).
     """
+    paths_prompt = paths_prompt or prompts.answer
+    knowledge_prompt = knowledge_prompt or prompts.chain_of_thought
     texts, owners = [], []
     for j, st in enumerate(states):
         q = st.query
         if st.answer_from == "paths":
-            texts.append(prompts.answer(q.text, unique_triplets(graph, st.kept), q.options))
+            texts.append(paths_prompt(q.text, unique_triplets(graph, st.kept), q.options))
         elif st.answer_from == "knowledge":
-            texts.append(prompts.chain_of_thought(q.text, q.options))
+            texts.append(knowledge_prompt(q.text, q.options))
         else:
             continue
         owners.append(j)

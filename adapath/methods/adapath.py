@@ -593,4 +593,17 @@ METHODS = [MethodSpec(
             Param("beam", 3, "next-frontier width"),
             Param("narrow", 5, "candidates kept per group by cosine"),
             Param("max_depth", 3, "most hops walked")),
+    deviations=(
+        "without an LLM the default scorer is the walk scorer (every walk along the meta-paths, weighed by the "
+        "query with degree damping), which the paper does not have; with an LLM it is the paper's frontier "
+        "beam (scorer=beam)",
+        "control=weigh: the predicted answer type and hop count weigh meta-paths by the retrieval vote's shares "
+        "instead of filtering them (control=filter is the paper's); an LLM's signals still filter",
+        "pool=own: meta-paths are ranked by the similarity of the training queries holding them as their own "
+        "(pool=all is Eq. 6's sum over every query holding them)",
+        "shorter, junction, share and type_model (all on) are this project's additions, each a --param that "
+        "turns it off",
+        "the ablations are parameters, not separate methods: metapath=false (w/o meta-path: free BFS with the "
+        "same scorer) and plan=llm (w/o Path-Bank: the LLM proposes the meta-paths)",
+    ),
 )]

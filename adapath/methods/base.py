@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -271,7 +271,11 @@ class MethodSpec:
 class LLMCaller:
     """Sends one step's prompts, from a whole batch of queries, to the backend as one batch,
     and charges each prompt's usage to the query that owns it (wall time split evenly).
-    ``params`` is one setting for the step or one per prompt (e.g. a seed per sample)."""
+    ``params`` is one setting for the step or one per prompt (e.g. a seed per sample).
+
+    ``samples(prompts, owners, usages, params, n)`` asks for ``n`` samples of each prompt in
+    one request each (vLLM ``SamplingParams.n``, the OpenAI ``n``; local backends loop with
+    seeds ``seed + i``): one call per prompt, whatever ``n`` is."""
 
     def __init__(self, llm: LLMBackend | None, params: GenerationParams | None = None):
         self.llm = llm
@@ -289,3 +293,18 @@ class LLMCaller:
         for owner, generation in zip(owners, generations):
             usages[owner].add([generation], seconds, share=1.0 / len(generations))
         return [g.text for g in generations]
+
+    def samples(self, prompts: list[str], owners: list[int], usages: list[Usage],
+                params: GenerationParams | None = None, n: int = 1) -> list[list[str]]:
+        """``n`` sampled replies per prompt, each prompt one request (one call)."""
+        if not prompts:
+            return []
+        if self.llm is None:
+            raise RuntimeError("LLMCaller used without a backend")
+        setting = replace(params or self.params, n=n)
+        clock = time.perf_counter()
+        generations = self.llm.generate(prompts, setting)
+        seconds = time.perf_counter() - clock
+        for owner, generation in zip(owners, generations):
+            usages[owner].add([generation], seconds, share=1.0 / len(generations))
+        return [g.texts() if n > 1 else [g.text] for g in generations]

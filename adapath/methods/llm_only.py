@@ -3,13 +3,13 @@ IO, CoT and SC rows).
 
 - ``io``: the question, the answer at once;
 - ``cot``: step-by-step reasoning, then the answer (Wei et al. 2022, zero-shot);
-- ``sc``: self-consistency (Wang et al. 2023): ``samples`` chain-of-thought replies sampled
-  at ``temperature`` with distinct seeds, the majority answer (answers compared lower-cased,
-  without surrounding punctuation, articles or extra spaces) wins; a tie goes to the answer
-  sampled first. Unreadable samples do not vote.
+- ``sc``: self-consistency (Wang et al., ICLR 2023): ``k`` (40, the paper's setting)
+  few-shot chain-of-thought replies sampled at ``temperature`` in one request per question
+  (one call: vLLM/OpenAI ``n``; local backends sample with seeds seed + i), the majority
+  answer (answers compared lower-cased, without surrounding punctuation, articles or extra
+  spaces) wins; a tie goes to the answer sampled first. Unreadable samples do not vote.
 
-Each step of a batch (the one prompt per query; for SC all samples of all queries) is one
-backend batch.
+Each step of a batch (the one prompt per query) is one backend batch.
 """
 
 from __future__ import annotations
@@ -66,25 +66,21 @@ class SinglePrompt:
 
 
 class SelfConsistency:
-    """k sampled chain-of-thought replies per query, all in one batch; the majority answer."""
+    """k sampled few-shot chain-of-thought replies per query, one request each; the majority."""
 
     name = "sc"
 
-    def __init__(self, llm, samples: int = 5, temperature: float = 0.7, seed: int = 42, max_tokens: int = 256):
+    def __init__(self, llm, samples: int = 40, temperature: float = 0.7, seed: int = 42, max_tokens: int = 256):
         self.samples = samples
-        self.settings = [GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed + i)
-                         for i in range(samples)]
+        self.params = GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
         self._generate = LLMCaller(llm)
 
     def answer(self, queries: list[Query]) -> list[Result]:
-        k = self.samples
         usages = [Usage() for _ in queries]
-        prompt_list = [prompts.chain_of_thought(q.text, q.options) for q in queries for _ in range(k)]
-        owners = [j for j in range(len(queries)) for _ in range(k)]
-        replies = self._generate(prompt_list, owners, usages, self.settings * len(queries))
+        replies = self._generate.samples([prompts.few_shot_cot(q.text, q.options) for q in queries],
+                                         list(range(len(queries))), usages, self.params, n=self.samples)
         results = []
-        for j, q in enumerate(queries):
-            mine = replies[j * k:(j + 1) * k]
+        for j, (q, mine) in enumerate(zip(queries, replies)):
             read = [read_reply(reply, q.options) for reply in mine]
             winner, votes = majority([answer for answer, _ in read])
             if winner is None:
@@ -108,26 +104,37 @@ def _build_sc(context: MethodContext) -> SelfConsistency:
     from adapath.errors import InputError
 
     p = context.params
-    if p["samples"] < 1:
-        raise InputError("--param samples must be at least 1")
+    if p["k"] < 1:
+        raise InputError("--param k must be at least 1")
     if p["temperature"] <= 0:
         raise InputError("--param temperature must be above 0 (self-consistency samples)")
-    return SelfConsistency(context.llm, p["samples"], p["temperature"], p["seed"], p["max_tokens"])
+    return SelfConsistency(context.llm, p["k"], p["temperature"], p["seed"], p["max_tokens"])
 
+
+_FORMAT = ("the prompt closes with this project's answer format (the answer in braces, or an option letter) "
+           "so that one reader reads every method")
 
 METHODS = [
     MethodSpec("io", "the LLM answers the question directly, no graph",
                "IO prompting (the AdaPath paper's LLM-only baseline)", _single("io", prompts.direct_answer, 64),
                llm="required", path_finding=False,
-               params=(Param("max_tokens", 64, "most tokens in the reply"),)),
-    MethodSpec("cot", "the LLM reasons step by step, then answers; no graph",
-               "Chain-of-thought prompting (Wei et al. 2022), zero-shot",
+               params=(Param("max_tokens", 64, "most tokens in the reply"),),
+               deviations=("zero-shot: the question and the answer format only (there is no official code)",)),
+    MethodSpec("cot", "the LLM reasons step by step, then answers; no graph (zero-shot)",
+               "Chain-of-thought prompting (Wei et al. 2022), zero-shot as Kojima et al. 2022",
                _single("cot", prompts.chain_of_thought, 256), llm="required", path_finding=False,
-               params=(Param("max_tokens", 256, "most tokens in the reply"),)),
-    MethodSpec("sc", "k chain-of-thought answers sampled with distinct seeds; the majority answer wins",
-               "Self-consistency (Wang et al. 2023)", _build_sc, llm="required", path_finding=False,
-               params=(Param("samples", 5, "sampled chain-of-thought replies per question (k)"),
-                       Param("temperature", 0.7, "sampling temperature (above 0)"),
-                       Param("seed", 42, "seed of the first sample; sample i uses seed + i"),
-                       Param("max_tokens", 256, "most tokens in each reply"))),
+               params=(Param("max_tokens", 256, "most tokens in the reply"),),
+               deviations=("zero-shot (a 'step by step' instruction) where Wei et al. prompt with worked "
+                           "exemplars: the few-shot chains of thought are what sc samples", _FORMAT)),
+    MethodSpec("sc", "k few-shot chain-of-thought answers sampled in one request (one call); the majority wins",
+               "Self-consistency (Wang et al., ICLR 2023)", _build_sc, llm="required", path_finding=False,
+               params=(Param("k", 40, "sampled chain-of-thought replies per question (the paper's 40)"),
+                       Param("temperature", 0.7, "sampling temperature (above 0; the paper's 0.7)"),
+                       Param("seed", 42, "seed of the request (local backends: sample i uses seed + i)"),
+                       Param("max_tokens", 256, "most tokens in each reply")),
+               deviations=("six biomedical exemplars in this project's words, in Wei et al.'s 'Q: ... A: ... The "
+                           "answer is ...' format and StrategyQA's count (the paper reuses Wei et al.'s exemplars, "
+                           "written for other tasks)",
+                           "no top-k truncation (the paper samples GPT-3 and PaLM with top-k 40): the backends "
+                           "here take temperature and top_p only", _FORMAT)),
 ]

@@ -1,5 +1,5 @@
 """Plan-on-Graph (Chen et al., NeurIPS 2024; liyichen-cly/PoG): sub-objectives, guided
-exploration, memory and reflection with backtracking.
+exploration, memory and reflection that adds entities.
 
 1. Task decomposition: the LLM breaks the question into sub-objectives (one call).
 2. At each depth, for the entities to explore:
@@ -11,15 +11,18 @@ exploration, memory and reflection with backtracking.
      question, as PoG's 70 with its sentence encoder);
    - memory: the explored subgraph and reasoning paths are kept here; the LLM rewrites the
      sub-objectives' status from the new triplets (one call);
-   - evaluation: from memory and the new triplets the LLM answers {Yes} and the answer, or {No};
-     a yes with an answer stops;
-   - reflection (at most ``max_reflections`` corrections): the LLM decides to {continue} with
-     the entities just kept, to {add} earlier entities to them, or to {backtrack}: drop the
-     current direction and go on from earlier entities only; for add and backtrack a second
-     call picks those entities from the explored subgraph (entities expanded before and
-     candidates left aside), and the search continues from their own paths.
-3. Nothing kept at a depth: answer from the triplets; the depth limit without a yes: the LLM's
-   own knowledge (``exhausted=paths``: the triplets).
+   - evaluation (5-shot, JSON): from memory and the new triplets the LLM says whether this
+     is sufficient and gives the answer; sufficient with an answer (not Null) stops;
+   - reflection (while fewer than ``max_reflections`` additions were made): the LLM says
+     whether entities must be added to those explored next (2-shot, JSON "Add": Yes/No); on
+     a yes a second call (1-shot) picks them from the explored subgraph (entities expanded
+     before and candidates left aside), and the search goes on from the current entities
+     and the added ones, each along its own path.
+3. Nothing kept at a depth: answer from the triplets (5-shot); the depth limit without a
+   yes: the LLM's own knowledge (1-shot, JSON; ``exhausted=paths``: the triplets).
+
+Defaults are PoG's: depth 4, temperature 0.3, replies up to 4,096 tokens. ``pog-d3`` is the
+same method at depth 3 with 512-token replies, the shared setting of like-for-like tables.
 """
 
 from __future__ import annotations
@@ -36,17 +39,15 @@ from adapath.llm.parse import parse_answer
 from adapath.methods import _search as s
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 
-DECISIONS = ("continue", "add", "backtrack")
-
 
 @dataclass
 class PoGConfig:
-    max_depth: int = 3
+    max_depth: int = 4
     entity_cap: int = 70
     max_reflections: int = 5
     exhausted: str = "knowledge"
-    # PoG runs at temperature 0.3; its 4,096-token output cap is cut to 512 (replies are short)
-    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=512, temperature=0.3))
+    # PoG's settings: temperature 0.3, replies up to 4,096 tokens
+    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=4096, temperature=0.3))
 
 
 @dataclass
@@ -99,7 +100,8 @@ class PlanOnGraph:
             unanswered = self._evaluate(states, going, depth, usages)
             self._reflect(states, unanswered, selected, usages)
         return s.final_results(g, self._call, states, usages, self.name, lambda st: {
-            "subobjectives": st.subobjectives, "memory": st.memory, "reflections": st.reflections})
+            "subobjectives": st.subobjectives, "memory": st.memory, "reflections": st.reflections},
+            paths_prompt=prompts.tog_answer, knowledge_prompt=prompts.pog_knowledge)
 
     # ------------------------------------------------------------------ steps
     def _explore_relations(self, states, active, usages) -> dict[int, list[tuple[s.Walk, int]]]:
@@ -170,7 +172,7 @@ class PlanOnGraph:
         for j, reply in zip(going, self._call(texts, going, usages)):
             st = states[j]
             answer = parse_answer(reply).strip().lower()
-            if s.read_verdict(reply) and answer and answer not in ("null", "none"):
+            if read_flag(reply, "Sufficient") and answer and answer not in ("null", "none"):
                 st.finish("reply", "sufficient", depth, reply)
             elif depth == c.max_depth:
                 st.finish(c.exhausted, "depth-limit", depth)
@@ -183,29 +185,27 @@ class PlanOnGraph:
         for j in unanswered:
             states[j].frontier = s.distinct_ends(selected[j])
         asking = [j for j in unanswered if len(states[j].reflections) < c.max_reflections]
-        texts = [prompts.pog_reflect(states[j].query.text, [g.name(w.end) for w in states[j].frontier],
+        texts = [prompts.pog_reflect(states[j].query.text, sorted({g.name(w.end) for w in states[j].frontier}),
                                      states[j].memory, s.unique_triplets(g, states[j].kept)) for j in asking]
         picking, pick_texts, offered = [], [], []
         for j, reply in zip(asking, self._call(texts, asking, usages)):
             st = states[j]
-            decision, reason = read_decision(reply)
-            if decision == "continue":
+            if not read_flag(reply, "Add"):
                 continue
             candidates = self._earlier(st)
             if candidates:
                 picking.append(j)
-                offered.append((decision, candidates))
-                pick_texts.append(prompts.pog_pick(st.query.text, reason, [g.name(v) for v in candidates],
-                                                   st.memory))
-        for j, (decision, candidates), reply in zip(picking, offered, self._call(pick_texts, picking, usages)):
+                offered.append(candidates)
+                pick_texts.append(prompts.pog_pick(st.query.text, read_reason(reply),
+                                                   sorted(g.name(v) for v in candidates), st.memory))
+        for j, candidates, reply in zip(picking, offered, self._call(pick_texts, picking, usages)):
             st = states[j]
             chosen = [candidates[i] for i in s.read_names(reply, [g.name(v) for v in candidates])]
             if not chosen:
                 continue
             st.revisited.update(chosen)
-            st.reflections.append({"decision": decision, "entities": [int(g.node_id[v]) for v in chosen]})
-            earlier = [st.discovered[v] for v in chosen]
-            st.frontier = earlier if decision == "backtrack" else s.distinct_ends(st.frontier + earlier)
+            st.reflections.append({"decision": "add", "entities": [int(g.node_id[v]) for v in chosen]})
+            st.frontier = s.distinct_ends(st.frontier + [st.discovered[v] for v in chosen])
 
     def _earlier(self, st: _State) -> list[int]:
         """Entities of the explored subgraph reflection may go back to: those expanded before,
@@ -250,37 +250,65 @@ def read_memory(reply: str) -> str:
     return (text[a:b + 1] if 0 <= a < b else text)[:2000]
 
 
-def read_decision(reply: str) -> tuple[str, str]:
-    """(continue | add | backtrack, the reason given); unreadable replies continue."""
-    text = reply or ""
-    decision = ""
-    for content in re.findall(r"\{([^{}]*)\}", text):
-        if content.strip().lower() in DECISIONS:
-            decision = content.strip().lower()
-            break
-    if not decision:
-        found = [(m.start(), m.group(1)) for m in re.finditer(r"\b(continue|add|backtrack)\b", text.lower())]
-        decision = min(found)[1] if found else "continue"
-    reason = re.sub(r"\{[^{}]*\}", "", text).strip(" .:\n")
-    return decision, reason[:300]
+def read_flag(reply: str, key: str) -> bool:
+    """A JSON yes/no field (``"Sufficient": "Yes"``, ``"Add": "No"``); without the field, the
+    reply's first yes or no (unreadable: no)."""
+    match = re.search(r'"' + key + r'"\s*:\s*"?\s*(yes|no|true|false)', reply or "", re.I)
+    if match:
+        return match.group(1).lower() in ("yes", "true")
+    return s.read_verdict(reply)
 
 
-def _build(context: MethodContext) -> PlanOnGraph:
-    p = context.params
-    config = PoGConfig(max_depth=p.get("max_depth", 3), entity_cap=p.get("entity_cap", 70),
-                       max_reflections=p.get("max_reflections", 5),
-                       exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "pog"))
-    if config.max_depth < 1 or config.entity_cap < 1:
-        raise InputError("--method pog: max_depth and entity_cap must be at least 1")
-    return PlanOnGraph(context.graph, context.llm, context.encoder, config)
+def read_reason(reply: str) -> str:
+    """The JSON ``"Reason"`` of a reflection reply, else the reply without its braces."""
+    match = re.search(r'"Reason"\s*:\s*"([^"]*)"', reply or "")
+    text = match.group(1) if match else re.sub(r"\{[^{}]*\}", "", reply or "")
+    return text.strip(" .:\n")[:300]
 
 
-METHODS = [MethodSpec(
-    "pog", "Plan-on-Graph: sub-objectives guide relation and entity exploration; memory; reflection "
-           "adds or backtracks to earlier entities",
-    "Plan-on-Graph (Chen et al., NeurIPS 2024; liyichen-cly/PoG)", _build, llm="required",
-    params=(Param("max_depth", 3, "most exploration rounds"),
+def _builder(depth: int, max_tokens: int):
+    def build(context: MethodContext) -> PlanOnGraph:
+        p = context.params
+        config = PoGConfig(max_depth=p.get("max_depth", depth), entity_cap=p.get("entity_cap", 70),
+                           max_reflections=p.get("max_reflections", 5),
+                           exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "pog"),
+                           params=GenerationParams(max_tokens=p.get("max_tokens", max_tokens), temperature=0.3))
+        if config.max_depth < 1 or config.entity_cap < 1 or config.params.max_tokens < 1:
+            raise InputError("--method pog: max_depth, entity_cap and max_tokens must be at least 1")
+        return PlanOnGraph(context.graph, context.llm, context.encoder, config)
+    return build
+
+
+def _params(depth: int, max_tokens: int) -> tuple[Param, ...]:
+    return (Param("max_depth", depth, "most exploration rounds"),
+            Param("max_tokens", max_tokens, "most tokens in each reply"),
             Param("entity_cap", 70, "longer entity lists keep the names most similar to the question (--encoder)"),
-            Param("max_reflections", 5, "most corrections (add or backtrack) per question"),
-            s.exhausted_param("PoG")),
-)]
+            Param("max_reflections", 5, "most additions of entities by reflection per question"),
+            s.exhausted_param("PoG"))
+
+
+_DEVIATIONS = (
+    "worked examples are biomedical and in this project's words (PoG's are Freebase questions), in PoG's "
+    "format and count: decomposition 1, relations 1, entities 1, memory 1, evaluation 5, reflection 2, "
+    "added entities 1, answer 5, no-graph answer 1",
+    "memory is kept in the result, not in a file per question; the graph is undirected PrimeKG (no head/tail "
+    "split of relations)",
+    "reflection's candidates are every entity of the explored subgraph not explored now (the original's "
+    "loop, by its indentation, offers the expanded entities and only the members of lists longer than 70)",
+    "the final answer prompts close with this project's answer format (braces, or an option letter)",
+)
+
+METHODS = [
+    MethodSpec(
+        "pog", "Plan-on-Graph: sub-objectives guide relation and entity exploration; memory; reflection adds "
+               "entities; depth 4",
+        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(4, 4096), llm="required",
+        params=_params(4, 4096), repository="liyichen-cly/PoG", deviations=_DEVIATIONS),
+    MethodSpec(
+        "pog-d3", "Plan-on-Graph at the shared depth 3 with 512-token replies (like-for-like tables); "
+                  "otherwise pog",
+        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(3, 512), llm="required",
+        params=_params(3, 512), repository="liyichen-cly/PoG",
+        deviations=("depth 3 instead of PoG's 4 and replies capped at 512 tokens instead of 4,096, on purpose: "
+                    "the depth every path baseline shares in like-for-like tables", *_DEVIATIONS)),
+]

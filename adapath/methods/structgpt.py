@@ -1,20 +1,21 @@
 """StructGPT (Jiang et al., EMNLP 2023; RUCAIBox/StructGPT) on a knowledge graph: iterative
-reading-then-reasoning through two reading interfaces.
+reading-then-reasoning through two reading interfaces, as its KGQA script runs them.
 
-At each step (up to ``max_depth``):
+At each step (up to ``max_depth``, 2 by default: the original reads a 2-hop subgraph, one
+chosen relation and the hop behind it):
 
 1. Extract_Neighbor_Relations: the relations of the current entities are linearized and the
-   LLM picks the relation to follow ("Relation: ..."; every candidate the reply names counts);
+   LLM picks the relation to follow ("The relevant relation: ..."; every candidate the reply
+   names counts), with the relations already chosen in the prompt after the first step;
 2. Extract_Triples: the current entities' neighbours through the picked relation, at most
-   ``max_triples`` per relation (a seeded sample; StructGPT cuts long fact lists too);
-3. the LLM reads the linearized triples and either answers ("Answer: {...}") or names the
-   tail entities to follow ("Next: {a; b}"), which become the current entities (no name it
-   can read: all tails go on, as StructGPT keeps every tail when nothing narrows them).
+   ``max_triples`` per relation (a seeded sample; StructGPT's max_triples_per_relation);
+3. the LLM reads the linearized triples and either answers ("The final answers: ...") or asks
+   for more ("Need further information"); then every tail goes on (no narrowing call).
 
-No relation or triple left, or the step limit reached: the LLM answers from every triple
-collected so far. The topic entities start the walk.
+No relation, no pick or no triple to read: the LLM answers from its own knowledge (one call,
+as StructGPT's final query); the step limit without an answer: its own knowledge too
+(``exhausted=paths``: from every triple read). At most 2D + 1 calls for D steps.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,9 +29,10 @@ from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Qu
 
 @dataclass
 class StructGPTConfig:
-    max_depth: int = 3
+    max_depth: int = 2
     max_triples: int = 60  # facts read per relation (StructGPT's max_triples_per_relation for WebQSP)
     seed: int = 42
+    exhausted: str = "knowledge"
     # StructGPT: temperature 0, 300 new tokens
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=300, temperature=0.0))
 
@@ -65,7 +67,8 @@ class StructGPT:
             reading = self._extract(states, chosen, depth)
             self._read(states, reading, depth, usages)
         return s.final_results(g, self._call, states, usages, self.name,
-                               lambda st: {"relations_followed": st.followed})
+                               lambda st: {"relations_followed": st.followed},
+                               knowledge_prompt=prompts.structgpt_knowledge)
 
     def _pick_relations(self, states, active, depth, usages) -> dict[int, list[int]]:
         g = self.graph
@@ -75,7 +78,7 @@ class StructGPT:
             relations = sorted({r for w in st.frontier for r in s.relations_of(g, w.end)},
                                key=lambda r: g.relation_names[r])
             if not relations:
-                st.finish("paths", "no-relations", depth)
+                st.finish("knowledge", "no-relations", depth)
                 continue
             texts.append(prompts.structgpt_relation(st.query.text, st.topics, st.followed,
                                                     [f'"{g.relation_names[r]}"' for r in relations]))
@@ -85,7 +88,7 @@ class StructGPT:
         for j, relations, reply in zip(owners, offered, self._call(texts, owners, usages)):
             picks = s.read_names(reply, [g.relation_names[r] for r in relations])
             if not picks:
-                states[j].finish("paths", "no-relation-picked", depth)
+                states[j].finish("knowledge", "no-relation-picked", depth)
                 continue
             chosen[j] = [relations[i] for i in sorted(picks)]
             states[j].followed += [g.relation_names[r] for r in chosen[j]]
@@ -104,7 +107,7 @@ class StructGPT:
                     found = [found[i] for i in keep]
                 walks += found
             if not walks:
-                st.finish("paths", "no-triples", depth)
+                st.finish("knowledge", "no-triples", depth)
                 continue
             st.explored.add(depth, [w.end for w in walks])
             st.kept += walks
@@ -118,32 +121,41 @@ class StructGPT:
                                         states[j].query.options) for j in owners]
         for j, reply in zip(owners, self._call(texts, owners, usages)):
             st, walks = states[j], reading[j]
-            lowered = reply.lower()
-            at_answer, at_next = lowered.find("answer:"), lowered.find("next:")
-            if at_answer >= 0 and (at_next < 0 or at_answer < at_next):
+            if "final answers:" in reply.lower():
                 st.finish("reply", "answered", depth, reply)
                 continue
-            tails = s.distinct_ends(walks)
-            picks = s.read_names(reply[at_next:] if at_next >= 0 else reply, [g.name(w.end) for w in tails])
-            st.frontier = [tails[i] for i in sorted(picks)] if picks else tails
+            st.frontier = s.distinct_ends(walks)  # every tail goes on: StructGPT does not narrow them
             if depth == c.max_depth:
-                st.finish("paths", "depth-limit", depth)
+                st.finish(c.exhausted, "depth-limit", depth)
 
 
 def _build(context: MethodContext) -> StructGPT:
     p = context.params
-    config = StructGPTConfig(max_depth=p.get("max_depth", 3), max_triples=p.get("max_triples", 60),
-                             seed=p.get("seed", 42))
+    config = StructGPTConfig(max_depth=p.get("max_depth", 2), max_triples=p.get("max_triples", 60),
+                             seed=p.get("seed", 42),
+                             exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "structgpt"))
     if config.max_depth < 1 or config.max_triples < 1:
         raise InputError("--method structgpt: max_depth and max_triples must be at least 1")
     return StructGPT(context.graph, context.llm, config)
 
 
 METHODS = [MethodSpec(
-    "structgpt", "StructGPT: iterative reading interfaces (an entity's relations, then triples through the "
-                 "chosen relation) with the LLM picking and filtering at each step",
-    "StructGPT (Jiang et al., EMNLP 2023; RUCAIBox/StructGPT)", _build, llm="required",
-    params=(Param("max_depth", 3, "most reading steps (hops)"),
+    "structgpt", "StructGPT: iterative reading interfaces (the entities' relations, then triples through the "
+                 "chosen relation); the LLM answers or asks for more; 2 steps",
+    "StructGPT (Jiang et al., EMNLP 2023)", _build, llm="required",
+    params=(Param("max_depth", 2, "most reading steps (hops)"),
             Param("max_triples", 60, "triples read per relation per step (a seeded sample beyond)"),
-            Param("seed", 42, "seed of the triple samples")),
+            Param("seed", 42, "seed of the triple samples"),
+            s.exhausted_param("StructGPT")),
+    repository="RUCAIBox/StructGPT",
+    deviations=(
+        "prompts are zero-shot as the original's KGQA prompts, in this project's words; the reading prompt asks "
+        "for the answer in braces (or an option letter) after 'The final answers:' so that one reader reads "
+        "every method",
+        "the second step picks a relation again (the original's relation_rerank prompt) where the original's "
+        "WebQSP script follows a CVT node: PrimeKG has no CVT nodes, so its constraint step never applies",
+        "each step is a fresh prompt; the original keeps a chat history per step and resets it after the "
+        "relation choice",
+        "a long fact list is cut to a seeded sample of max_triples (60, the original's WebQSP setting)",
+    ),
 )]

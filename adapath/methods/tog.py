@@ -10,11 +10,15 @@ At each depth, for every entity at the end of a kept reasoning path:
    Lists of ``sample_at`` or more candidates are first cut to a seeded sample of
    ``sample_size`` (ToG's ``num_retain_entity``). The ``width`` best candidates over all
    paths, zero scores dropped, extend the reasoning paths;
-3. sufficiency: the LLM is asked whether the reasoning paths so far are enough; yes stops.
+3. sufficiency (5-shot): the LLM is asked whether the reasoning paths so far are enough;
+   a {Yes} stops, and the answer is read from that same reply (no further call).
 
-The answer is generated from the reasoning paths when the check says yes or when no new
-candidate is left ("half stop"); when the depth limit passes without a yes, ToG answers
-from the LLM's own knowledge (``exhausted=paths`` answers from the paths instead).
+Relation picks are every scored relation the reply names (the prompt asks for ``width``;
+ToG does not cut the reply). When no new candidate is left ("half stop") the answer comes
+from the reasoning paths (5-shot); when the depth limit passes without a yes, from the LLM's
+own knowledge (6-shot chain of thought; ``exhausted=paths`` answers from the paths instead).
+At most 2ND + D + 1 calls when each depth's entity scoring takes at most N calls (the
+paper's bound; N width, D depth).
 
 Every step's prompts from the whole batch go to the backend as one batch.
 """
@@ -74,15 +78,17 @@ class ThinkOnGraph:
                 st.kept.extend(ranked)
                 st.frontier = s.distinct_ends(ranked)
                 searching.append(j)
-            replies = self._call([prompts.tog_sufficient(states[j].query.text, s.unique_triplets(g, states[j].kept))
+            replies = self._call([prompts.tog_sufficient(states[j].query.text, s.unique_triplets(g, states[j].kept),
+                                                         states[j].query.options)
                                   for j in searching], searching, usages, c.reason)
             for j, reply in zip(searching, replies):
                 st = states[j]
-                if s.read_verdict(reply):  # ToG then generates the answer from the paths
-                    st.finish("paths", "sufficient", depth)
+                if s.read_verdict(reply):  # ToG keeps this reply: its answer follows the {Yes}
+                    st.finish("reply", "sufficient", depth, reply)
                 elif depth == c.max_depth:
                     st.finish(c.exhausted, "depth-limit", depth)
-        return s.final_results(g, self._call, states, usages, self.name, lambda st: {}, c.reason)
+        return s.final_results(g, self._call, states, usages, self.name, lambda st: {}, c.reason,
+                               paths_prompt=prompts.tog_answer, knowledge_prompt=prompts.few_shot_cot)
 
     # ------------------------------------------------------------------ steps
     def _prune_relations(self, states, active, usages) -> dict[int, list[tuple[s.Walk, int, float]]]:
@@ -100,8 +106,8 @@ class ThinkOnGraph:
         picked: dict[int, list] = {j: [] for j in active}
         for j, (walk, relations), reply in zip(owners, asked, self._call(texts, owners, usages, c.explore)):
             names = [g.relation_names[r] for r in relations]
-            best = sorted(s.read_scored(reply, names), key=lambda x: -x[1])[: c.width]
-            picked[j] += [(walk, relations[i], score) for i, score in best]
+            # every relation the reply scores, in its order: ToG does not cut the reply to the width
+            picked[j] += [(walk, relations[i], score) for i, score in s.read_scored(reply, names)]
         return picked
 
     def _prune_entities(self, states, active, scored, usages) -> dict[int, list[s.Walk]]:
@@ -156,6 +162,17 @@ TOG_PARAMS = (
 )
 
 METHODS = [MethodSpec(
-    "tog", "Think-on-Graph: LLM relation then entity pruning in a width-3 beam, a sufficiency check per depth",
-    "Think-on-Graph (Sun et al., ICLR 2024; IDEA-FinAI/ToG)", _build, llm="required", params=TOG_PARAMS,
+    "tog", "Think-on-Graph: LLM relation then entity pruning in a width-3 beam, a sufficiency check per depth "
+           "whose {Yes} reply holds the answer",
+    "Think-on-Graph (Sun et al., ICLR 2024)", _build, llm="required", params=TOG_PARAMS,
+    repository="IDEA-FinAI/ToG",
+    deviations=(
+        "worked examples are biomedical and in this project's words (ToG's shots are Freebase questions), "
+        "in ToG's format and count: relations 1, entities 1, sufficiency 5, answer 5, no-graph answer 6",
+        "the graph is undirected PrimeKG: an entity's relations are listed once, without ToG's head/tail split",
+        "every final prompt closes with this project's answer format (the answer in braces, or an option "
+        "letter), so that one reader reads every method",
+        "ToG's Freebase-only relation filter (abandon_rels) and the removal of relations already followed "
+        "have no PrimeKG counterpart; a walk never revisits its own nodes instead",
+    ),
 )]

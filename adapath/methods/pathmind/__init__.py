@@ -27,4 +27,10 @@ METHODS = [MethodSpec(
     "PathMind (Retrieve-Prioritize-Reason)", _build, llm="optional", needs=("model",),
     params=(Param("prioritize", "model", "model, or the ablations shortest and random"),
             Param("k", 3, "entities selected")),
+    deviations=(
+        "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: "
+        "nearest entities, unit-cost shortest paths) and prioritize=random (seeded random entities)",
+        "without an LLM the answer is extractive: the best prioritized entity",
+        "a reasoning prompt longer than 2,048 estimated tokens drops whole paths from its end until it fits",
+    ),
 )]
