@@ -356,15 +356,27 @@ def _to_lanes(x, inv_out, block, lane, columns, xb, bounds):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _add_blocks(pi, blocked, block, lane, bounds):
-    """pi (S, N) += blocked (blocks, N, lanes) at each column's block and lane (the dense
-    terms join the column-major result once, at the end); column by column inside a chunk
-    of rows, a transpose in cache."""
+def _add_blocks(pi, blocked, block, lane, columns, bounds):
+    """pi (S, N) += blocked (blocks, N, lanes) at each listed column's block and lane (the
+    dense terms join the column-major result once, at the end); column by column inside a
+    chunk of rows, a transpose in cache."""
     for chunk in prange(bounds.shape[0] - 1):
-        for c in range(pi.shape[0]):
+        for i in range(columns.shape[0]):
+            c = columns[i]
             t, at = block[c], lane[c]
             for v in range(bounds[chunk], bounds[chunk + 1]):
                 pi[c, v] += blocked[t, v, at]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _move_lanes(source, source_block, source_lane, target, target_block, target_lane, columns, bounds):
+    """Copy each listed column's lane from one block layout to another, row chunk by chunk."""
+    for chunk in prange(bounds.shape[0] - 1):
+        for i in range(columns.shape[0]):
+            c = columns[i]
+            t, at, u, to = source_block[c], source_lane[c], target_block[c], target_lane[c]
+            for v in range(bounds[chunk], bounds[chunk + 1]):
+                target[u, v, to] = source[t, v, at]
 
 
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
@@ -469,6 +481,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     limit = push_fraction * indices.shape[0]
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
+    laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
     inv_cols = None
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -533,10 +546,35 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                     finished[newly] = True
                     for c in newly[is_dense[newly]]:
                         xb[block[c], :, lane[c]] = 0.0  # a stopped lane adds nothing more
-                    dense[:] = False
-                    dense[block[is_dense & ~finished]] = True
+                    live = np.flatnonzero(is_dense & ~finished)
+                    keep = np.flatnonzero(~finished & ~stuck)
+                    if xb is not None and len(live):
+                        # the batch's work shrinks with it: lay the columns still running out
+                        # in fewer or narrower blocks when that cuts the bytes a sweep gathers
+                        layout = dense_layout(weight_of[keep], weights)
+                        h2, s2, b2 = layout[:3]
+                        if 4 * b2 * (h2 + 1) * s2 <= 3 * blocks * (lanes + slots):
+                            _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
+                            new_block = np.zeros(count, dtype=np.int64)
+                            new_lane = np.zeros(count, dtype=np.int64)
+                            new_block[keep], new_lane[keep] = layout[4], layout[5]
+                            low = (to_blocks(a, s2, layout[3], dtype), to_blocks(b_cols.T, s2, layout[3], dtype),
+                                   np.empty((b2, n, s2), dtype=dtype))
+                            _regroup(inv_weights, layout[3], low[2])
+                            moved = np.zeros((b2, n, (h2 + 1) * s2), dtype=dtype)
+                            moved[:, :, h2 * s2:] = low[1]
+                            _move_lanes(xb, block, lane, moved, new_block, new_lane, live, row_chunks)
+                            halves, slots, blocks, slot_weight = h2, s2, b2, layout[3]
+                            block, lane, lanes = new_block, new_lane, h2 * s2
+                            xb, xb_next = moved, moved.copy()
+                            pi_blocks = np.zeros((blocks, n, lanes))
+                            scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
+                            laid_out[:] = False
+                            laid_out[keep] = True
+                    dense = np.zeros(blocks, dtype=bool)
+                    dense[block[live]] = True
     if certifying and stopped is not None:
         stopped[:] = pair_terms
     if pi_blocks is not None:
-        _add_blocks(pi, pi_blocks, block, lane, row_chunks)
+        _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
     return pi.T, terms, (1.0 - eta) ** (terms + 1)
