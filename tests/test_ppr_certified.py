@@ -58,7 +58,7 @@ def test_certified_top_k_equals_dense_solve(backend, seed):
     graph = random_graph(seed, n=120, m=700)
     _, _, weights = random_weights(graph, 6, seed)
     topics, answers = pairs_of(graph, 6, seed)
-    engine = PPREngine(graph, backend=backend, tol=1e-14)
+    engine = PPREngine(graph, backend=backend, tol=1e-14, certify_from=3)
     result = engine.bidirectional(weights, topics, answers, ladder=LADDER)
     terms = series_terms(0.85, 1e-14)
     assert result.stopped is not None and np.any(result.stopped < terms)  # the rule does fire
@@ -96,7 +96,7 @@ def test_early_exit_leaves_the_other_queries_unchanged(backend):
     graph = random_graph(7, n=150, m=900)
     _, _, weights = random_weights(graph, 8, 7)
     topics, answers = pairs_of(graph, 8, 7)
-    engine = PPREngine(graph, backend=backend, tol=1e-14)
+    engine = PPREngine(graph, backend=backend, tol=1e-14, certify_from=3)
     together = engine.bidirectional(weights, topics, answers, ladder=LADDER)
     assert len(set(together.stopped.tolist())) > 1  # pairs stop at different terms
     for j in range(8):

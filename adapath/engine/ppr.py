@@ -67,7 +67,7 @@ def _to_device(matrix, xp, sparse):
 
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
-                 eta: float = ETA, tol: float = TOL, max_iter: int = 200):
+                 eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")
@@ -75,6 +75,7 @@ class PPREngine:
             raise InputError(f"backend {backend!r} does not run on device {device!r}")
         self.graph, self.device, self.backend = graph, device, backend
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
+        self.certify_from = certify_from  # certified solve: the first term checked
         self._ops = None
         self._bounds = None
         self._xp = np
@@ -112,7 +113,8 @@ class PPREngine:
             return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
                                    np.asarray(weights.b), seeds, self.eta, self.tol,
                                    self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
-                                   pairs=pairs, ladder=ladder, slack=slack, stopped=stopped)
+                                   pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
+                                   certify_from=self.certify_from)
         xp = self._xp
         ops = self._operators()
         columns = xp.asarray(weight_of)
@@ -121,7 +123,7 @@ class PPREngine:
         pi, iterations, change = power_iteration_xp(
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
             xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
-            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped)
+            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from)
         if xp is not np:
             pi = xp.asnumpy(pi)
         return pi, iterations, change

@@ -434,7 +434,7 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
-                    pairs=None, ladder=None, slack=0.0, stopped=None):
+                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
@@ -442,13 +442,16 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     ``work_chunks``) may be given to reuse them across calls.
 
     Certified early exit (``adapath.kernels.certify``): with ``pairs`` (P x 2 seed columns,
-    forward and backward) and ``ladder`` (corridor sizes), after every term from the third a
+    forward and backward) and ``ladder`` (corridor sizes), after every term from ``certify_from`` a
     pair whose top-K of ``pi_f * pi_b`` is certified at every rung stops; a column stops
     when every pair it serves has. A stopped column's remaining terms are skipped (a push
     column is no longer pushed; a dense lane is zeroed, and a block whose lanes have all
     stopped leaves the sweep), so its result is its partial sum at the term it stopped,
     whatever else is in the batch. ``stopped`` (length P), if given, receives the term at
-    which each pair stopped (``terms`` if it ran to the end).
+    which each pair stopped (``terms`` if it ran to the end). The first check comes at term
+    ``certify_from`` (5): before it the residual (1 - eta)^(t+1) still exceeds the scores at
+    a corridor's boundary on PrimeKG-sized graphs, and no pair was ever certified there in
+    measurements, so earlier checks only cost time.
     """
     n = indptr.shape[0] - 1
     weights = a.shape[1]
@@ -520,7 +523,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, scale, bounds,
                   scratch, dense, term == terms)
             xb, xb_next = xb_next, xb
-        if certifying and 3 <= term < terms:
+        if certifying and certify_from <= term < terms:
             todo = np.flatnonzero(~pair_done & (next_check <= term))
             if len(todo):
                 is_dense = ~sparse & ~stuck

@@ -42,11 +42,11 @@ def certified_xp(xp, pi, x, out, pairs, residual, ladder, slack):
 
 def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds, eta=0.85,
                        tol=1e-8, max_iter=200, low=None, pairs=None, ladder=None, slack=0.0,
-                       stopped=None):
+                       stopped=None, certify_from=5):
     """adjacency: N x N sparse; rel_adjacency: R sparse N x N; counts: N x R; degree: N.
     ``low``: the same two operators in float32; given, terms from the third on (at most
     (1-eta)^3 of the mass) run in float32, halving their memory traffic, as on the CPU.
-    ``pairs``, ``ladder``, ``slack``, ``stopped``: the certified early exit of the Numba
+    ``pairs``, ``ladder``, ``slack``, ``stopped``, ``certify_from``: the certified early exit of the Numba
     kernel (a stopped column's term is zeroed, so it adds nothing more).
 
     Returns (pi N x B, terms, L1 error bound).
@@ -83,7 +83,7 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
         x = y
         scale *= 1.0 - eta
         pi += scale * x
-        if certifying and 3 <= term < terms:
+        if certifying and certify_from <= term < terms:
             ok = certified_xp(xp, pi, x.astype(xp.float64), out, pairs, (1.0 - eta) ** (term + 1),
                               ladder, slack) & ~pair_done
             pair_terms[ok] = term
