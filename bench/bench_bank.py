@@ -6,17 +6,23 @@ On one generated graph and one generated query set:
     scores, the full per-edge weight array materialized and copied into igraph, igraph
     ``personalized_pagerank`` (PRPACK) once per seed on the whole graph, the top-K corridor
     with the K ladder, igraph ``get_k_shortest_paths`` in the corridor;
-(b) ours on the CPU (batched BM25, decomposed weights, batched Numba PPR, Numba Yen);
-(c) ours on the GPU when CuPy and a device are present.
+(b) ours on the CPU with the exact PPR solve (``--ppr exact``: batched BM25, decomposed
+    weights, batched Numba power iteration to --tol, Numba Yen);
+(c) ours with the certified solve (``--ppr certified``: each query stops once its
+    corridor's top K is proven final at every rung of the K ladder).
 
-Prints per-stage ms/query, queries/s end to end, the ratio a/b, corridor agreement (mean
-Jaccard of our top-K against the reference's exact PRPACK solve) and peak memory.
+Prints per-stage ms/query of all three side by side, queries/s, the ratio to the
+reference, corridor Jaccard of the certified solve against the exact one (every rung) and
+of both against the reference's PRPACK solve (top 150), path-set agreement (the share of
+the exact build's bank paths that the certified build registered identically) and peak
+memory. ``--curve 0.2,0.5,1.0,2.0`` adds the cost per query of both solves at each scale.
 
 The machine's memory bandwidth is shared and swings between runs, so (a) and (b) alternate
 for ``--rounds`` rounds; the table shows each side's fastest round and the ratio of the two,
 and every round's own ratio is printed too.
 
-    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--json FILE]
+    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
+        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--json FILE]
 
 With ``--executor ray --workers 1,2`` it measures scaling out instead (no reference): the
 local executor with 1 thread and with the most workers' threads, then a local Ray cluster
@@ -394,6 +400,17 @@ def main() -> None:
         "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in solves},
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
     }
+    try:  # the GPU, when CuPy and a device are present
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            for name, cfg in solves.items():
+                gpu = dataclasses.replace(cfg, batch=max(args.batch, 256), device="cuda")
+                _, _, gpu_total, _ = ours(graph, kg_dir, single, gpu, work, f"gpu-{name}")
+                result.setdefault("gpu_queries_per_s", {})[name] = n_ours / gpu_total
+            print("GPU queries/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in result["gpu_queries_per_s"].items()))
+    except ImportError:
+        print("GPU: not available (no CuPy on this machine)")
     if args.curve:
         result["curve"] = scale_curve(args, work)
     if args.json:

@@ -115,3 +115,29 @@ def test_without_a_ladder_the_solve_is_the_exact_one():
     exact = engine.bidirectional(weights, topics, answers)
     assert exact.stopped is None
     np.testing.assert_array_equal(exact.forward, engine.bidirectional(weights, topics, answers).forward)
+
+
+def test_certified_bank_registers_the_exact_banks_paths(tmp_path):
+    """A certified build's corridors are the exact solve's top K, so its paths are the same."""
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    queries = training_queries(QueryGenerator(graph).generate(8, seed=3))
+    columns = ["query_id", "pair", "hop", "rank", "node_ids", "relations"]
+    tables = {}
+    for ppr in ("exact", "certified"):
+        build_bank(graph, queries, tmp_path / ppr, BankConfig(batch=4, ppr=ppr, ladder=(20, 40)))
+        tables[ppr] = BankStore(tmp_path / ppr).read_paths(columns).to_pylist()
+    assert tables["exact"] and tables["certified"] == tables["exact"]
+
+
+def test_unknown_ppr_solve_is_one_clear_error():
+    from adapath.bank.build import BankConfig
+    from adapath.errors import InputError
+
+    with pytest.raises(InputError, match="ppr 'fast': choose exact or certified"):
+        BankConfig(ppr="fast").check()
