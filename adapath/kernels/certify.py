@@ -146,18 +146,21 @@ def _certify_rows(sums, xts, inv_cols, weight_of, columns, slot, pairs, todo, re
 
 
 def certify_pairs(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo,
-                  residual, ladder, slack, row_chunks):
+                  residual, ladder, slack, row_chunks, buffers=None):
     """The ``certify_columns`` answer (0: certified; else the factor the bounds must still
     shrink by) of each pair in ``todo`` (others: nan), pairs of seed
     columns (forward, backward) read as the Numba power iteration holds them mid-run: a
     column's partial sum is its row of ``pi`` plus, once dense, its lane of ``pi_blocks``;
     its last term over out-weight is ``x[c] * inv_cols[w]`` (push) or its lane of ``xb``
-    (dense, already divided). ``inv_cols``: 1 / out-weight, one row per weight column."""
+    (dense, already divided). ``inv_cols``: 1 / out-weight, one row per weight column;
+    ``buffers`` (2 x at least the columns x N), if given, are reused for the gathered rows."""
     columns = np.unique(pairs[todo].ravel())
     slot = np.full(pi.shape[0], -1, dtype=np.int64)
     slot[columns] = np.arange(len(columns))
     n = pi.shape[1]
-    sums, xts = np.empty((len(columns), n)), np.empty((len(columns), n))
+    if buffers is None:
+        buffers = np.empty((2, len(columns), n))
+    sums, xts = buffers[0, :len(columns)], buffers[1, :len(columns)]
     _gather(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks, sums, xts)
     need = np.full(len(pairs), np.nan)
     _certify_rows(sums, xts, inv_cols, weight_of, columns, slot, pairs, todo, residual, ladder, slack,

@@ -485,7 +485,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
     laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
-    inv_cols = None
+    inv_cols = buffers = None
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         ladder = np.ascontiguousarray(ladder, dtype=np.int64)
@@ -527,13 +527,15 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             todo = np.flatnonzero(~pair_done & (next_check <= term))
             if len(todo):
                 is_dense = ~sparse & ~stuck
+                if buffers is None:  # gathered rows, reused check after check
+                    buffers = np.empty((2, count, n))
                 if inv_cols is None:  # 1 / out-weight, one contiguous row per weight column
                     inv_cols = np.ascontiguousarray(
                         inv_weights.transpose(0, 2, 1).reshape(-1, n)[:weights])
                 need = certify_pairs(pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
                                    x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
                                    inv_cols, is_dense, block, lane, weight_of, pairs, todo,
-                                   (1.0 - eta) ** (term + 1), ladder, slack, row_chunks)
+                                   (1.0 - eta) ** (term + 1), ladder, slack, row_chunks, buffers)
                 ok = need == 0.0
                 # the residual shrinks by (1 - eta) a term (and the sums near the boundary
                 # grow): check again a term before the residual alone would pass; a tie at a
