@@ -6,17 +6,23 @@ On one generated graph and one generated query set:
     scores, the full per-edge weight array materialized and copied into igraph, igraph
     ``personalized_pagerank`` (PRPACK) once per seed on the whole graph, the top-K corridor
     with the K ladder, igraph ``get_k_shortest_paths`` in the corridor;
-(b) ours on the CPU (batched BM25, decomposed weights, batched Numba PPR, Numba Yen);
-(c) ours on the GPU when CuPy and a device are present.
+(b) ours on the CPU with the exact PPR solve (``--ppr exact``: batched BM25, decomposed
+    weights, batched Numba power iteration to --tol, Numba Yen);
+(c) ours with the certified solve (``--ppr certified``: each query stops once its
+    corridor's top K is proven final at every rung of the K ladder).
 
-Prints per-stage ms/query, queries/s end to end, the ratio a/b, corridor agreement (mean
-Jaccard of our top-K against the reference's exact PRPACK solve) and peak memory.
+Prints per-stage ms/query of all three side by side, queries/s, the ratio to the
+reference, corridor Jaccard of the certified solve against the exact one (every rung) and
+of both against the reference's PRPACK solve (top 150), path-set agreement (the share of
+the exact build's bank paths that the certified build registered identically) and peak
+memory. ``--curve 0.2,0.5,1.0,2.0`` adds the cost per query of both solves at each scale.
 
 The machine's memory bandwidth is shared and swings between runs, so (a) and (b) alternate
 for ``--rounds`` rounds; the table shows each side's fastest round and the ratio of the two,
 and every round's own ratio is printed too.
 
-    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--json FILE]
+    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
+        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--json FILE]
 
 With ``--executor ray --workers 1,2`` it measures scaling out instead (no reference): the
 local executor with 1 thread and with the most workers' threads, then a local Ray cluster
@@ -31,6 +37,7 @@ driver's commit time, and a projected queries/s against nodes from these numbers
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -139,8 +146,24 @@ def ours(graph, kg_dir, queries, config, workdir, name):
     return executor.runner, setup, total, seconds
 
 
-def our_rhos(runner, queries):
-    """rho of our batched PPR for the reference queries (same text, topic, answer)."""
+def path_keys(bank: Path) -> list[tuple]:
+    """One hashable key per bank path: query, pair, hop, rank, nodes and relations."""
+    from adapath.bank.store import BankStore
+
+    table = BankStore(bank).read_paths(["query_id", "pair", "hop", "rank", "node_ids", "relations"]).to_pylist()
+    return [(r["query_id"], r["pair"], r["hop"], r["rank"], tuple(r["node_ids"]), tuple(r["relations"]))
+            for r in table]
+
+
+def path_agreement(exact: Path, other: Path) -> float:
+    """Share of the exact build's paths that the other build registered identically."""
+    a, b = path_keys(exact), set(path_keys(other))
+    return sum(k in b for k in a) / max(1, len(a))
+
+
+def our_rhos(runner, queries, ladder=None, slack=0.0):
+    """rho of our batched PPR for the reference queries (same text, topic, answer); with a
+    ladder, the certified solve."""
     from adapath.bank.build import query_pairs
     from adapath.engine.weights import query_weights
 
@@ -148,7 +171,8 @@ def our_rhos(runner, queries):
     pairs = [query_pairs(runner.graph, q, level, i)[-1] for i, q in enumerate(queries)]
     s_node, s_rel = runner.text.similarity([p.text for p in pairs])
     weights = query_weights(s_node, s_rel, beta=runner.config.beta, eps=runner.config.eps)
-    result = runner.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs])
+    result = runner.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs],
+                                      ladder=ladder, slack=slack)
     return [result.forward[:, j] * result.backward[:, j] for j in range(len(pairs))]
 
 
@@ -285,6 +309,9 @@ def main() -> None:
     parser.add_argument("--tol", type=float, default=1e-8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
+    parser.add_argument("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
+    parser.add_argument("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
+    parser.add_argument("--curve-queries", type=int, default=64, help="queries per scale of the curve")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
@@ -295,6 +322,7 @@ def main() -> None:
     parser.add_argument("--cores-per-node", type=int, default=32,
                         help="with --executor ray: workers per node in the projected table")
     args = parser.parse_args()
+    load_at_start = round(os.getloadavg()[0], 1)
 
     from adapath.bank.build import BankConfig
     from adapath.datasets.biostrat import training_queries
@@ -318,59 +346,116 @@ def main() -> None:
 
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
-    rounds = []  # (ours total, ours stage seconds, reference stage seconds)
+    solves = {"exact": config, "certified": dataclasses.replace(config, ppr="certified", certify_slack=args.slack)}
+    rounds = []  # per round: {side: (total seconds, stage seconds)}, reference stage seconds
+    peak = {}
     for _ in range(max(1, args.rounds)):
-        builder, setup, total, seconds = ours(graph, kg_dir, single, config, work, "cpu")
-        rss_ours = peak_rss_mib()
+        got = {}
+        for name, cfg in solves.items():
+            runner, setup, total, seconds = ours(graph, kg_dir, single, cfg, work, name)
+            got[name] = (total, seconds, runner)
+            peak[name] = peak_rss_mib()
         ref_seconds, ref_rhos = reference_pipeline(graph, reference_queries, config, k_top)
-        rss_ref = peak_rss_mib()
-        rounds.append((total, seconds, ref_seconds))
-    mine = our_rhos(builder, reference_queries)
-    jaccard = float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(mine, ref_rhos)]))
+        peak["reference"] = peak_rss_mib()
+        rounds.append((got, ref_seconds))
+    runner = rounds[-1][0]["exact"][2]
+    exact_rhos = our_rhos(runner, reference_queries)
+    cert_rhos = our_rhos(runner, reference_queries, ladder=config.ladder, slack=args.slack)
+    jaccard = {k: float(np.mean([jaccard_top(a, b, k) for a, b in zip(cert_rhos, exact_rhos)]))
+               for k in config.ladder}
+    jaccard_ref = {name: float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(rhos, ref_rhos)]))
+                   for name, rhos in (("exact", exact_rhos), ("certified", cert_rhos))}
+    agreement = path_agreement(work / "exact", work / "certified")
 
-    total, seconds, _ = min(rounds, key=lambda r: r[0])
-    ref_seconds = min((r[2] for r in rounds), key=lambda s: sum(s.values()))
-    ours_qps = n_ours / total
-    ref_total = sum(ref_seconds.values())
-    ref_qps = n_ref / ref_total
-    round_ratios = [(n_ours / t) / (n_ref / sum(r.values())) for t, _, r in rounds]
-    rows = [("stage", "reference ms/q", "ours CPU ms/q")]
+    best = {name: min((r[0][name] for r in rounds), key=lambda v: v[0]) for name in solves}
+    ref_seconds = min((r[1] for r in rounds), key=lambda v: sum(v.values()))
+    ref_qps = n_ref / sum(ref_seconds.values())
+    qps = {name: n_ours / best[name][0] for name in solves}
+    round_ratios = {name: [(n_ours / r[0][name][0]) * sum(r[1].values()) / n_ref for r in rounds] for name in solves}
+    print(f"bench_bank: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; ours on "
+          f"{n_ours} queries (batch {args.batch}), reference on {n_ref}; certify slack {args.slack}; "
+          f"load average at start {load_at_start} (machine shared: noisy)")
+    print(f"{'stage':<12}{'reference ms/q':>16}{'exact ms/q':>14}{'certified ms/q':>16}")
     for stage in STAGES:
-        rows.append((stage, f"{1000 * ref_seconds[stage] / n_ref:,.1f}", f"{1000 * seconds[stage] / n_ours:,.1f}"))
-    rows.append(("end to end", f"{1000 / ref_qps:,.1f}", f"{1000 / ours_qps:,.1f}"))
-    print(f"bench_bank: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; "
-          f"ours on {n_ours} queries (batch {args.batch}), reference on {n_ref}")
-    for row in rows:
-        print(f"{row[0]:<12}{row[1]:>18}{row[2]:>18}")
-    gpu = "not available (no CuPy/GPU on this machine)"
+        print(f"{stage:<12}{1000 * ref_seconds[stage] / n_ref:>16,.1f}{1000 * best['exact'][1][stage] / n_ours:>14,.1f}"
+              f"{1000 * best['certified'][1][stage] / n_ours:>16,.1f}")
+    print(f"{'end to end':<12}{1000 / ref_qps:>16,.1f}{1000 / qps['exact']:>14,.1f}{1000 / qps['certified']:>16,.1f}")
+    print(f"{'queries/s':<12}{ref_qps:>16,.2f}{qps['exact']:>14,.2f}{qps['certified']:>16,.2f}")
+    print(f"{'vs reference':<12}{1.0:>15.1f}x{qps['exact'] / ref_qps:>13.1f}x{qps['certified'] / ref_qps:>15.1f}x")
+    print(f"{'peak RSS MiB':<12}{peak['reference']:>16,.0f}{peak['exact']:>14,.0f}{peak['certified']:>16,.0f}"
+          "  (process peak after each side)")
+    print("per round vs reference: " + "; ".join(f"{name} {', '.join(f'{r:.1f}x' for r in rs)}"
+                                                   for name, rs in round_ratios.items()))
+    print("corridor Jaccard, certified vs exact: " + ", ".join(f"top-{k} {v:.4f}" for k, v in jaccard.items())
+          + f"; top-{k_top} vs the reference's PRPACK: exact {jaccard_ref['exact']:.4f}, "
+          f"certified {jaccard_ref['certified']:.4f}")
+    print(f"path-set agreement: {agreement:.4f} of the exact build's bank paths identical in the certified build")
     result = {
-        "scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges,
+        "scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "load_average_at_start": load_at_start,
         "queries_ours": n_ours, "queries_reference": n_ref, "batch": args.batch, "tol": args.tol,
-        "ours_queries_per_s": ours_qps, "reference_queries_per_s": ref_qps,
-        "speedup_cpu": ours_qps / ref_qps, "jaccard_mean": jaccard,
-        "rounds": len(rounds), "speedup_cpu_per_round": round_ratios,
-        "ours_setup_s": setup, "peak_rss_mib_after_ours": rss_ours, "peak_rss_mib_after_reference": rss_ref,
-        "ours_stage_ms": {k: 1000 * v / n_ours for k, v in seconds.items()},
+        "certify_slack": args.slack, "reference_queries_per_s": ref_qps,
+        "queries_per_s": qps, "speedup": {k: v / ref_qps for k, v in qps.items()},
+        "speedup_per_round": round_ratios, "jaccard_certified_vs_exact": jaccard,
+        "jaccard_vs_reference": jaccard_ref, "path_agreement": agreement, "peak_rss_mib": peak,
+        "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in solves},
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
     }
-    try:
+    try:  # the GPU, when CuPy and a device are present
         import cupy
 
         if cupy.cuda.runtime.getDeviceCount() > 0:
-            gpu_config = BankConfig(batch=max(args.batch, 256), tol=args.tol, device="cuda")
-            _, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu_config, work, "gpu")
-            result["ours_gpu_queries_per_s"] = n_ours / gpu_total
-            result["ours_gpu_stage_ms"] = {k: 1000 * v / n_ours for k, v in gpu_seconds.items()}
-            gpu = f"{n_ours / gpu_total:,.1f} queries/s"
+            for name, cfg in solves.items():
+                gpu = dataclasses.replace(cfg, batch=max(args.batch, 256), device="cuda")
+                _, _, gpu_total, _ = ours(graph, kg_dir, single, gpu, work, f"gpu-{name}")
+                result.setdefault("gpu_queries_per_s", {})[name] = n_ours / gpu_total
+            print("GPU queries/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in result["gpu_queries_per_s"].items()))
     except ImportError:
-        pass
-    print(f"queries/s: reference {ref_qps:,.2f}, ours CPU {ours_qps:,.2f}; speedup a/b "
-          f"{ours_qps / ref_qps:,.1f}x (fastest round of each; per round: "
-          f"{', '.join(f'{r:.1f}x' for r in round_ratios)}); GPU: {gpu}")
-    print(f"corridor agreement: mean Jaccard of top-{k_top} = {jaccard:.4f}; ours set-up (BM25 index, "
-          f"kernel compile) {setup:.1f} s; peak RSS {rss_ours:,.0f} MiB after ours, {rss_ref:,.0f} MiB after reference")
+        print("GPU: not available (no CuPy on this machine)")
+    if args.curve:
+        result["curve"] = scale_curve(args, work)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+
+
+def scale_curve(args, work):
+    """ms/query of the exact and the certified build at each scale (no reference)."""
+    from adapath.bank.build import BankConfig
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.synthetic import generate
+
+    rows = {}
+    print(f"scale curve: {args.curve_queries} generated queries per scale, batch {args.batch}, "
+          f"certify slack {args.slack}")
+    print(f"{'scale':>6}{'nodes':>10}{'half-edges':>13}{'exact ms/q':>12}{'certified ms/q':>16}"
+          f"{'ppr exact':>11}{'ppr cert.':>11}{'Jaccard':>9}{'paths same':>12}")
+    for scale in [float(v) for v in args.curve.split(",")]:
+        kg_dir = work / f"kg-{scale}-{args.seed}"
+        if not kg_dir.exists():
+            generate(scale=scale, seed=args.seed).save(kg_dir)
+        graph = KnowledgeGraph.load(kg_dir, mmap=False)
+        queries = [q for q in training_queries(QueryGenerator(graph).generate(args.curve_queries, seed=args.seed + 1))
+                   if len(q.topic_ids) == 1]
+        config = BankConfig(batch=args.batch, tol=args.tol)
+        got = {}
+        for name, cfg in (("exact", config),
+                          ("certified", dataclasses.replace(config, ppr="certified", certify_slack=args.slack))):
+            runner, _, total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
+            got[name] = (1000 * total / len(queries), 1000 * seconds["ppr"] / len(queries))
+        rhos_e = our_rhos(runner, queries[:32])
+        rhos_c = our_rhos(runner, queries[:32], ladder=config.ladder, slack=args.slack)
+        jac = float(np.mean([jaccard_top(a, b, config.ladder[0]) for a, b in zip(rhos_c, rhos_e)]))
+        same = path_agreement(work / "curve-exact", work / "curve-certified")
+        rows[scale] = {"nodes": graph.num_nodes, "half_edges": int(graph.indices.shape[0]),
+                       "exact_ms": got["exact"][0], "certified_ms": got["certified"][0],
+                       "exact_ppr_ms": got["exact"][1], "certified_ppr_ms": got["certified"][1],
+                       "jaccard": jac, "path_agreement": same}
+        print(f"{scale:>6}{graph.num_nodes:>10,}{graph.indices.shape[0]:>13,}{got['exact'][0]:>12,.1f}"
+              f"{got['certified'][0]:>16,.1f}{got['exact'][1]:>11,.1f}{got['certified'][1]:>11,.1f}"
+              f"{jac:>9.4f}{same:>12.4f}", flush=True)
+        del graph
+    return rows
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ A build is three steps, so that any worker can run any batch:
 
 - ``plan_batches``: the queries not yet finished, cut into batches of consecutive queries;
   a batch is named by the places of its queries, so its part's name needs no counter;
-- ``BatchRunner.run_batch``: a batch of (topic, answer) pairs -> rows; ``execute_batch``
+- ``BatchRunner.run_batch`` (``adapath.bank.runner``): a batch of (topic, answer) pairs -> rows; ``execute_batch``
   runs one and writes its part (what a worker does);
 - ``commit``: the driver records a finished batch in the manifest (progress, stage seconds).
 
@@ -22,126 +22,36 @@ joins the first topic and the answer.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 import adapath
+from adapath.bank.executors import make_executor
 from adapath.bank.query import TrainingQuery
+from adapath.bank.runner import (  # noqa: F401  (the build's public names, kept importable here)
+    PPR_SOLVES,
+    SEARCHES,
+    STAGES,
+    BankConfig,
+    Batch,
+    BatchResult,
+    BatchRunner,
+    Pair,
+    execute_batch,
+)
 from adapath.bank.store import (
     FORMAT,
     BankStore,
     describe_mismatch,
     ids_checksum,
-    part_name,
     queries_table,
 )
-from adapath.engine.corridor import LADDER, CorridorBuilder
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.paths import (
-    ALPHA,
-    RELATION_SEQUENCES,
-    bin_by_hop,
-    corridor_graph,
-    hop_bounded,
-    k_shortest,
-)
-from adapath.engine.ppr import ETA, TOL, PPREngine
-from adapath.engine.weights import BETA, EPS, query_weights
 from adapath.errors import InputError
 from adapath.retrieval.bm25 import GraphText
-
-STAGES = ("text", "weights", "ppr", "corridor", "paths")
-SEARCHES = ("yen", "hop-bounded")
-
-
-@dataclass
-class BankConfig:
-    level: str = "explicit"
-    beta: float = BETA
-    eps: float = EPS
-    eta: float = ETA
-    tol: float = TOL
-    ladder: tuple[int, ...] = LADDER
-    alpha: float = ALPHA
-    per_hop: int = 5
-    max_hop: int = 5
-    k_paths: int = 60  # Yen's pool of node paths before binning by hop
-    relation_sequences: int = RELATION_SEQUENCES  # per node path, cheapest first
-    search: str = "yen"  # or "hop-bounded": the best paths of each exact hop count
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.0  # length-agnostic, as the AdaPath reference
-    batch: int = 32
-    device: str = "cpu"
-
-    def signature(self) -> dict:
-        """The parameters that change results (batch size and device do not)."""
-        d = asdict(self)
-        d.pop("batch")
-        d.pop("device")
-        d["ladder"] = list(self.ladder)
-        return d
-
-    def check(self) -> None:
-        """One line for the first parameter out of range."""
-        if not 0.0 <= self.beta <= 1.0:
-            raise InputError(f"beta {self.beta}: must lie in [0, 1]")
-        if not 0.0 < self.eta < 1.0:
-            raise InputError(f"eta {self.eta}: the teleport probability must lie in (0, 1)")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise InputError(f"alpha {self.alpha}: must lie in [0, 1]")
-        if not self.ladder or any(k < 1 for k in self.ladder) or list(self.ladder) != sorted(set(self.ladder)):
-            raise InputError(f"ladder {','.join(map(str, self.ladder))}: give increasing corridor sizes, "
-                             "each at least 1 (e.g. 150,300,500,1000)")
-        for name in ("per_hop", "max_hop", "k_paths", "relation_sequences", "batch"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name.replace('_', '-')} must be at least 1")
-        if not 0.0 < self.tol < 1.0:
-            raise InputError(f"tol {self.tol}: must lie in (0, 1)")
-        if self.search not in SEARCHES:
-            raise InputError(f"search {self.search!r}: choose {' or '.join(SEARCHES)}")
-
-
-@dataclass
-class Pair:
-    query_id: str
-    order: int  # the query's place in the query file
-    kind: str  # "direct" or "chain"
-    topic: int  # internal index
-    answer: int
-    text: str
-
-
-@dataclass
-class Batch:
-    start: int  # places in the query file: start..stop-1
-    stop: int
-    pairs: list[Pair]
-
-    @property
-    def name(self) -> str:
-        return part_name(self.start, self.stop)
-
-    @property
-    def query_ids(self) -> list[str]:
-        return list(dict.fromkeys(p.query_id for p in self.pairs))
-
-
-@dataclass
-class BatchResult:
-    """What a worker reports after writing a batch's part."""
-
-    name: str
-    finished: list[str]
-    rows: int
-    seconds: dict[str, float]
-    started: float  # wall clock (time.time) on the worker
-    ended: float
 
 
 @dataclass
@@ -150,6 +60,7 @@ class Progress:
     done: int
     resumed_at: int = 0  # queries already done when this run started
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
 
 
 # ------------------------------------------------------------------------ plan
@@ -195,98 +106,6 @@ def plan_batches(graph: KnowledgeGraph, queries: list[TrainingQuery], level: str
     return batches
 
 
-# ------------------------------------------------------------------------ run
-class BatchRunner:
-    def __init__(self, graph: KnowledgeGraph, text: GraphText, config: BankConfig, threads: int = 1):
-        """``threads`` run the per-pair corridor and path search (their kernels release the
-        GIL); results do not depend on it."""
-        self.graph, self.text, self.config, self.threads = graph, text, config, max(1, threads)
-        self.ppr = PPREngine(graph, device=config.device, eta=config.eta, tol=config.tol)
-        self._local = threading.local()
-
-    def run_batch(self, pairs: list[Pair], seconds: dict[str, float]) -> list[dict]:
-        """Paths of a batch of pairs, as row dicts; adds stage times to ``seconds``."""
-        c = self.config
-        clock = time.perf_counter()
-        texts = sorted({p.text for p in pairs})
-        column = {t: i for i, t in enumerate(texts)}
-        s_node, s_rel = self.text.similarity(texts)
-        seconds["text"] += time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps)  # one column per text
-        cols = np.array([column[p.text] for p in pairs])
-        seconds["weights"] += time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        result = self.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs], cols)
-        seconds["ppr"] += time.perf_counter() - clock
-
-        def one(j: int) -> tuple[list[dict], float, float]:
-            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]],
-                                   result.forward[:, j] * result.backward[:, j])
-
-        if self.threads > 1 and len(pairs) > 1:
-            with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                outputs = list(pool.map(one, range(len(pairs))))
-        else:
-            outputs = [one(j) for j in range(len(pairs))]
-        rows = []
-        for pair_rows, corridor_s, paths_s in outputs:
-            rows += pair_rows
-            seconds["corridor"] += corridor_s
-            seconds["paths"] += paths_s
-        return rows
-
-    def _corridor_builder(self) -> CorridorBuilder:
-        """One builder per thread: a builder keeps a scratch array."""
-        builder = getattr(self._local, "corridors", None)
-        if builder is None:
-            builder = self._local.corridors = CorridorBuilder(self.graph, self.config.ladder, self.config.max_hop)
-        return builder
-
-    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray):
-        """Corridor, path search and rows of one pair; its corridor and path seconds."""
-        g, c = self.graph, self.config
-        corridors = self._corridor_builder()
-        clock = time.perf_counter()
-        corridor = corridors.build(rho, pair.topic, pair.answer)
-        local = corridor_graph(g, corridors, corridor, a, b, rho, c.alpha)
-        corridor_s = time.perf_counter() - clock
-        clock = time.perf_counter()
-        if corridor.fallback == "unreachable":
-            found = []
-        elif c.search == "hop-bounded":
-            found = hop_bounded(local, pair.topic, pair.answer, c.max_hop, c.per_hop, g,
-                                relation_sequences=c.relation_sequences)
-        else:
-            found = k_shortest(local, pair.topic, pair.answer, c.k_paths, c.relation_sequences)
-        rows = []
-        for hop, paths in bin_by_hop(g, found, c.per_hop, c.max_hop).items():
-            for rank, path in enumerate(paths):
-                mp = path.metapath(g)
-                rows.append({
-                    "query_id": pair.query_id, "pair": pair.kind,
-                    "topic_id": int(g.node_id[pair.topic]), "answer_id": int(g.node_id[pair.answer]),
-                    "hop": hop, "rank": rank, "cost": float(path.cost),
-                    "node_ids": g.node_id[path.nodes].tolist(),
-                    "relations": list(mp.relations), "node_types": list(mp.types),
-                    "metapath": str(mp), "corridor_k": corridor.k, "fallback": corridor.fallback,
-                    "order": pair.order,
-                })
-        return rows, corridor_s, time.perf_counter() - clock
-
-
-def execute_batch(runner: BatchRunner, store: BankStore, batch: Batch) -> BatchResult:
-    """Run one batch and write its part: what a worker does."""
-    started = time.time()
-    seconds = dict.fromkeys(STAGES, 0.0)
-    rows = runner.run_batch(batch.pairs, seconds)
-    finished = batch.query_ids
-    store.write_part(batch.name, rows, finished)
-    return BatchResult(batch.name, finished, len(rows), seconds, started, time.time())
-
-
 # ------------------------------------------------------------------------ commit
 class Committer:
     """The driver's record of a build: progress and the manifest."""
@@ -325,10 +144,8 @@ def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | P
     this process, every core). Every check runs before the disk is touched, and a build that
     fails before its first part leaves no folder behind. ``text``: the graph's BM25 index,
     when the caller already holds it (else loaded from the graph's cache or built)."""
-    from adapath.bank.executors.local import LocalExecutor
-
     config.check()
-    executor = executor or LocalExecutor()
+    executor = executor or make_executor("local")
     store = BankStore(Path(out))
     ids = [q.id for q in queries]
     if not ids:

@@ -34,6 +34,7 @@ class PPRResult:
     backward: np.ndarray  # N x n, seeded at each answer
     iterations: int
     change: float
+    stopped: np.ndarray | None = None  # certified: the term at which each pair stopped
 
 
 class _SparseOperators:
@@ -66,7 +67,7 @@ def _to_device(matrix, xp, sparse):
 
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
-                 eta: float = ETA, tol: float = TOL, max_iter: int = 200):
+                 eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")
@@ -74,6 +75,7 @@ class PPREngine:
             raise InputError(f"backend {backend!r} does not run on device {device!r}")
         self.graph, self.device, self.backend = graph, device, backend
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
+        self.certify_from = certify_from  # certified solve: the first term checked
         self._ops = None
         self._bounds = None
         self._xp = np
@@ -97,17 +99,22 @@ class PPREngine:
             self._ops = _SparseOperators(self.graph, self._xp, self._sparse)
         return self._ops
 
-    def personalized(self, weights: QueryWeights, seeds, weight_of=None) -> tuple[np.ndarray, int, float]:
+    def personalized(self, weights: QueryWeights, seeds, weight_of=None, pairs=None, ladder=None,
+                     slack: float = 0.0, stopped=None) -> tuple[np.ndarray, int, float]:
         """One PPR column per seed; seed c walks with weight column ``weight_of[c]`` (default
         ``c % W``, the seed count a multiple of the W weight columns). Returns NumPy arrays,
-        pi as N x S with contiguous columns."""
+        pi as N x S with contiguous columns. ``pairs`` (P x 2 seed columns) and ``ladder``:
+        stop each pair once the top-K of its product is certified at every rung
+        (``adapath.kernels.certify``); ``stopped`` receives each pair's last term."""
         g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
         weight_of = weight_columns(weight_of, len(seeds), weights.batch)
         if self.backend == "numba":
             return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
                                    np.asarray(weights.b), seeds, self.eta, self.tol,
-                                   self.max_iter, bounds=self._work_chunks(), weight_of=weight_of)
+                                   self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
+                                   pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
+                                   certify_from=self.certify_from)
         xp = self._xp
         ops = self._operators()
         columns = xp.asarray(weight_of)
@@ -115,15 +122,19 @@ class PPREngine:
         b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
         pi, iterations, change = power_iteration_xp(
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
-            xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low)
+            xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
+            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from)
         if xp is not np:
             pi = xp.asnumpy(pi)
         return pi, iterations, change
 
-    def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None) -> PPRResult:
+    def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
+                      slack: float = 0.0) -> PPRResult:
         """For pair j, pi_f seeded at ``topics[j]`` and pi_b at ``answers[j]``, both walking
         with weight column ``weight_of[j]`` (default j). One run; a (seed, weight column)
-        that recurs (the pairs of one record) is computed once."""
+        that recurs (the pairs of one record) is computed once. ``ladder`` (corridor sizes):
+        the certified solve, each pair stopping once its corridor's top K is final at every
+        rung (None: the full solve to ``tol``)."""
         topics = np.asarray(topics, dtype=np.int64)
         answers = np.asarray(answers, dtype=np.int64)
         n = len(topics)
@@ -132,9 +143,14 @@ class PPREngine:
         columns = np.concatenate([weight_of, weight_of])
         keys = seeds * max(1, weights.batch) + columns
         unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
         if len(unique) == len(keys):
-            pi, iterations, change = self.personalized(weights, seeds, columns)
+            pairs = np.column_stack([np.arange(n), np.arange(n, 2 * n)])
+            pi, iterations, change = self.personalized(weights, seeds, columns, pairs, ladder, slack, stopped)
         else:
-            part, iterations, change = self.personalized(weights, seeds[first], columns[first])
-            pi = np.ascontiguousarray(part.T)[inverse.ravel()].T  # rows of the column-major copy
-        return PPRResult(pi[:, :n], pi[:, n:], iterations, change)
+            inverse = inverse.ravel()
+            pairs = np.column_stack([inverse[:n], inverse[n:]])
+            part, iterations, change = self.personalized(weights, seeds[first], columns[first], pairs,
+                                                         ladder, slack, stopped)
+            pi = np.ascontiguousarray(part.T)[inverse].T  # rows of the column-major copy
+        return PPRResult(pi[:, :n], pi[:, n:], iterations, change, stopped)

@@ -48,6 +48,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from adapath.kernels.certify import certify_pairs
+
 LANES = 32  # seed columns per dense block (measured best with prefetching)
 VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 register)
 PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
@@ -354,15 +356,27 @@ def _to_lanes(x, inv_out, block, lane, columns, xb, bounds):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _add_blocks(pi, blocked, block, lane, bounds):
-    """pi (S, N) += blocked (blocks, N, lanes) at each column's block and lane (the dense
-    terms join the column-major result once, at the end); column by column inside a chunk
-    of rows, a transpose in cache."""
+def _add_blocks(pi, blocked, block, lane, columns, bounds):
+    """pi (S, N) += blocked (blocks, N, lanes) at each listed column's block and lane (the
+    dense terms join the column-major result once, at the end); column by column inside a
+    chunk of rows, a transpose in cache."""
     for chunk in prange(bounds.shape[0] - 1):
-        for c in range(pi.shape[0]):
+        for i in range(columns.shape[0]):
+            c = columns[i]
             t, at = block[c], lane[c]
             for v in range(bounds[chunk], bounds[chunk + 1]):
                 pi[c, v] += blocked[t, v, at]
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _move_lanes(source, source_block, source_lane, target, target_block, target_lane, columns, bounds):
+    """Copy each listed column's lane from one block layout to another, row chunk by chunk."""
+    for chunk in prange(bounds.shape[0] - 1):
+        for i in range(columns.shape[0]):
+            c = columns[i]
+            t, at, u, to = source_block[c], source_lane[c], target_block[c], target_lane[c]
+            for v in range(bounds[chunk], bounds[chunk + 1]):
+                target[u, v, to] = source[t, v, at]
 
 
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
@@ -419,12 +433,25 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
-                    mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None):
+                    mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
+                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
     column ``weight_of[c]`` (default ``c % W``, S a multiple of W). ``bounds`` (from
     ``work_chunks``) may be given to reuse them across calls.
+
+    Certified early exit (``adapath.kernels.certify``): with ``pairs`` (P x 2 seed columns,
+    forward and backward) and ``ladder`` (corridor sizes), after every term from ``certify_from`` a
+    pair whose top-K of ``pi_f * pi_b`` is certified at every rung stops; a column stops
+    when every pair it serves has. A stopped column's remaining terms are skipped (a push
+    column is no longer pushed; a dense lane is zeroed, and a block whose lanes have all
+    stopped leaves the sweep), so its result is its partial sum at the term it stopped,
+    whatever else is in the batch. ``stopped`` (length P), if given, receives the term at
+    which each pair stopped (``terms`` if it ran to the end). The first check comes at term
+    ``certify_from`` (5): before it the residual (1 - eta)^(t+1) still exceeds the scores at
+    a corridor's boundary on PrimeKG-sized graphs, and no pair was ever certified there in
+    measurements, so earlier checks only cost time.
     """
     n = indptr.shape[0] - 1
     weights = a.shape[1]
@@ -455,9 +482,19 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     pi_blocks = xb = xb_next = scratch = low = None
     scale = eta
     limit = push_fraction * indices.shape[0]
+    certifying = pairs is not None and ladder is not None and len(ladder) > 0
+    finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
+    laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
+    inv_cols = buffers = None
+    if certifying:
+        pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+        ladder = np.ascontiguousarray(ladder, dtype=np.int64)
+        pair_done = np.zeros(len(pairs), dtype=bool)
+        pair_terms = np.full(len(pairs), terms, dtype=np.int64)
+        next_check = np.zeros(len(pairs))
     for term in range(1, terms + 1):
         scale *= 1.0 - eta
-        pushing = np.flatnonzero(sparse)
+        pushing = np.flatnonzero(sparse & ~finished)
         leaving = pushing[:0]
         if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
@@ -476,7 +513,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             _to_lanes(x, low[2], block, lane, leaving, xb, row_chunks)
             sparse[leaving] = False
             dense[block[leaving]] = True
-            pushing = np.flatnonzero(sparse)
+            pushing = np.flatnonzero(sparse & ~finished)
         if len(pushing):
             y_cols = np.empty_like(x)
             _push(indptr, indices, rel, a, b_cols, inv_weights, weight_of, x, y_cols, pi, scale, pushing)
@@ -486,6 +523,63 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, scale, bounds,
                   scratch, dense, term == terms)
             xb, xb_next = xb_next, xb
+        if certifying and certify_from <= term < terms:
+            todo = np.flatnonzero(~pair_done & (next_check <= term))
+            if len(todo):
+                is_dense = ~sparse & ~stuck
+                if buffers is None:  # gathered rows, reused check after check
+                    buffers = np.empty((2, count, n))
+                if inv_cols is None:  # 1 / out-weight, one contiguous row per weight column
+                    inv_cols = np.ascontiguousarray(
+                        inv_weights.transpose(0, 2, 1).reshape(-1, n)[:weights])
+                need = certify_pairs(pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
+                                   x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
+                                   inv_cols, is_dense, block, lane, weight_of, pairs, todo,
+                                   (1.0 - eta) ** (term + 1), ladder, slack, row_chunks, buffers)
+                ok = need == 0.0
+                # the residual shrinks by (1 - eta) a term (and the sums near the boundary
+                # grow): check again a term before the residual alone would pass; a tie at a
+                # boundary never passes
+                wait = np.log(np.maximum(need[todo], 1.0)) / -np.log(1.0 - eta)
+                next_check[todo] = term + np.maximum(1, np.floor(np.minimum(wait, terms)) - 1)
+                pair_terms[todo[ok[todo]]] = term
+                pair_done |= ok
+                needed = np.zeros(count, dtype=bool)
+                needed[pairs[~pair_done].ravel()] = True
+                newly = np.flatnonzero(~needed & ~finished)
+                if len(newly):
+                    finished[newly] = True
+                    for c in newly[is_dense[newly]]:
+                        xb[block[c], :, lane[c]] = 0.0  # a stopped lane adds nothing more
+                    live = np.flatnonzero(is_dense & ~finished)
+                    keep = np.flatnonzero(~finished & ~stuck)
+                    if xb is not None and len(live):
+                        # the batch's work shrinks with it: lay the columns still running out
+                        # in fewer or narrower blocks when that cuts the bytes a sweep gathers
+                        layout = dense_layout(weight_of[keep], weights)
+                        h2, s2, b2 = layout[:3]
+                        if 4 * b2 * (h2 + 1) * s2 <= 3 * blocks * (lanes + slots):
+                            _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
+                            new_block = np.zeros(count, dtype=np.int64)
+                            new_lane = np.zeros(count, dtype=np.int64)
+                            new_block[keep], new_lane[keep] = layout[4], layout[5]
+                            low = (to_blocks(a, s2, layout[3], dtype), to_blocks(b_cols.T, s2, layout[3], dtype),
+                                   np.empty((b2, n, s2), dtype=dtype))
+                            _regroup(inv_weights, layout[3], low[2])
+                            moved = np.zeros((b2, n, (h2 + 1) * s2), dtype=dtype)
+                            moved[:, :, h2 * s2:] = low[1]
+                            _move_lanes(xb, block, lane, moved, new_block, new_lane, live, row_chunks)
+                            halves, slots, blocks, slot_weight = h2, s2, b2, layout[3]
+                            block, lane, lanes = new_block, new_lane, h2 * s2
+                            xb, xb_next = moved, moved.copy()
+                            pi_blocks = np.zeros((blocks, n, lanes))
+                            scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
+                            laid_out[:] = False
+                            laid_out[keep] = True
+                    dense = np.zeros(blocks, dtype=bool)
+                    dense[block[live]] = True
+    if certifying and stopped is not None:
+        stopped[:] = pair_terms
     if pi_blocks is not None:
-        _add_blocks(pi, pi_blocks, block, lane, row_chunks)
+        _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
     return pi.T, terms, (1.0 - eta) ** (terms + 1)

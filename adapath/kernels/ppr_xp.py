@@ -12,14 +12,42 @@ where A_r is the 0/1 adjacency of relation r (multi-edges counted). Out-weights 
 
 from __future__ import annotations
 
+import numpy as np
+
 from adapath.kernels.ppr_numba import series_terms
 
 
+def certified_xp(xp, pi, x, out, pairs, residual, ladder, slack):
+    """Which pairs (P x 2 columns of pi: forward, backward) have their top-K of
+    ``pi_f * pi_b`` certified at every rung of ``ladder``, the rule of
+    ``adapath.kernels.certify`` in array form. ``x``: the last term; ``out``: out-weights."""
+    xt = xp.where(out > 0, x / xp.where(out > 0, out, 1.0), 0.0)
+    m = xt.max(axis=0)
+    f, b = pi[:, pairs[:, 0]], pi[:, pairs[:, 1]]
+    # a node without out-weight keeps what it holds (a stuck seed): bound 1 there
+    bound = xp.where(out > 0, xp.minimum(1.0, m[None, :] * out), (x > 0).astype(out.dtype))
+    r_f, r_b = residual * bound[:, pairs[:, 0]], residual * bound[:, pairs[:, 1]]
+    lo, hi = f * b, (f + r_f) * (b + r_b)
+    if ladder[-1] > lo.shape[0]:
+        return xp.zeros(len(pairs), dtype=bool)
+    ranked = -xp.sort(-lo, axis=0)
+    ok = xp.ones(len(pairs), dtype=bool)
+    for k in ladder:
+        floor = ranked[k - 1]
+        inside = lo >= floor[None, :]
+        ok &= (floor > 0) & (inside.sum(axis=0) == k)
+        ok &= ~xp.any(~inside & (hi >= (1.0 + slack) * floor[None, :]), axis=0)
+    return ok
+
+
 def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds, eta=0.85,
-                       tol=1e-8, max_iter=200, low=None):
+                       tol=1e-8, max_iter=200, low=None, pairs=None, ladder=None, slack=0.0,
+                       stopped=None, certify_from=5):
     """adjacency: N x N sparse; rel_adjacency: R sparse N x N; counts: N x R; degree: N.
     ``low``: the same two operators in float32; given, terms from the third on (at most
     (1-eta)^3 of the mass) run in float32, halving their memory traffic, as on the CPU.
+    ``pairs``, ``ladder``, ``slack``, ``stopped``, ``certify_from``: the certified early exit of the Numba
+    kernel (a stopped column's term is zeroed, so it adds nothing more).
 
     Returns (pi N x B, terms, L1 error bound).
     """
@@ -35,6 +63,12 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
     terms = min(series_terms(eta, tol), max_iter)
     scale = eta
     ops = (adjacency, rel_adjacency, a, b)
+    certifying = pairs is not None and ladder is not None and len(ladder) > 0
+    if certifying:
+        pairs = xp.asarray(pairs, dtype=xp.int64).reshape(-1, 2)
+        pair_done = xp.zeros(len(pairs), dtype=bool)
+        pair_terms = xp.full(len(pairs), terms, dtype=xp.int64)
+        finished = xp.zeros(batch, dtype=bool)
     for term in range(1, terms + 1):
         if term == 3 and low is not None:
             ops = (*low, a.astype(xp.float32), b.astype(xp.float32))
@@ -49,4 +83,15 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
         x = y
         scale *= 1.0 - eta
         pi += scale * x
+        if certifying and certify_from <= term < terms:
+            ok = certified_xp(xp, pi, x.astype(xp.float64), out, pairs, (1.0 - eta) ** (term + 1),
+                              ladder, slack) & ~pair_done
+            pair_terms[ok] = term
+            pair_done |= ok
+            needed = xp.zeros(batch, dtype=bool)
+            needed[pairs[~pair_done].ravel()] = True
+            finished |= ~needed
+            x[:, finished] = 0.0
+    if certifying and stopped is not None:
+        stopped[:] = xp.asnumpy(pair_terms) if xp is not np else pair_terms
     return pi, terms, (1.0 - eta) ** (terms + 1)

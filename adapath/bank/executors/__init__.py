@@ -2,7 +2,7 @@
 
 An executor is prepared once with the graph, its text index and the build's parameters
 (it may refuse then, before anything is written), then runs batches: for each batch it
-calls ``adapath.bank.build.execute_batch`` somewhere (which writes the batch's part) and
+calls ``adapath.bank.runner.execute_batch`` somewhere (which writes the batch's part) and
 hands the result to ``on_result`` in the driver, which commits it. Batches may finish in
 any order; ``close`` releases what ``prepare`` took.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from adapath.bank.build import BatchRunner, execute_batch
+from adapath.bank.runner import BatchRunner, execute_batch
 
 
 def set_numba_threads(threads: int) -> int:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 import time
 
-from adapath.bank.build import BatchResult, BatchRunner, execute_batch
 from adapath.bank.executors.local import set_numba_threads
+from adapath.bank.runner import BatchResult, BatchRunner, execute_batch
 from adapath.cluster import connect, import_ray
 from adapath.errors import InputError
 

@@ -1,0 +1,143 @@
+"""The certified PPR solve: its residual bound and its top-K sets against a dense SciPy
+solve, and early exit that leaves the other queries of a batch unchanged."""
+
+import numpy as np
+import pytest
+
+from adapath.engine.ppr import PPREngine
+from adapath.engine.weights import materialize
+from adapath.kernels.ppr_numba import series_terms
+from tests.helpers import RELS, TYPES, random_graph
+from tests.test_ppr import dense_ppr, random_weights
+
+LADDER = (4, 8, 16)
+
+
+def top_k(rho, k):
+    """The k largest by rho, ties by node index (the corridor's order)."""
+    return set(np.lexsort((np.arange(len(rho)), -rho))[:k].tolist())
+
+
+def pairs_of(graph, count, seed):
+    rng = np.random.default_rng(seed)
+    connected = np.flatnonzero(graph.degree() > 0)
+    return rng.choice(connected, count), rng.choice(connected, count)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_residual_bound_holds_against_dense_solve(seed):
+    """After t terms, 0 <= pi - pi_t <= (1 - eta)^(t+1) * min(1, m_t * out) node by node, with
+    m_t = max x_t / out: the lemma the certificate rests on, checked on the exact solution."""
+    graph = random_graph(seed, n=50, m=250)
+    _, _, weights = random_weights(graph, 1, seed)
+    n, eta = graph.num_nodes, 0.85
+    w = materialize(graph, weights, 0)
+    matrix = np.zeros((n, n))
+    np.add.at(matrix, (graph.indices, graph.src), w)
+    out = matrix.sum(axis=0)
+    transition = np.divide(matrix, out, out=np.zeros_like(matrix), where=out > 0)
+    source = int(np.flatnonzero(graph.degree() > 0)[0])
+    exact = dense_ppr(graph, weights, 0, source)
+    x = np.zeros(n)
+    x[source] = 1.0
+    partial = eta * x
+    for t in range(1, 8):
+        x = transition @ x
+        partial = partial + eta * (1 - eta) ** t * x
+        m = np.max(np.divide(x, out, out=np.zeros(n), where=out > 0))
+        bound = (1 - eta) ** (t + 1) * np.minimum(1.0, m * out)
+        remaining = exact - partial
+        assert np.all(remaining >= -1e-14)
+        assert np.all(remaining <= bound + 1e-14)
+
+
+@pytest.mark.parametrize("backend", ["numba", "scipy"])
+@pytest.mark.parametrize("seed", range(4))
+def test_certified_top_k_equals_dense_solve(backend, seed):
+    """Every pair that stopped early has, at every rung, the top K of the exact solution."""
+    graph = random_graph(seed, n=120, m=700)
+    _, _, weights = random_weights(graph, 6, seed)
+    topics, answers = pairs_of(graph, 6, seed)
+    engine = PPREngine(graph, backend=backend, tol=1e-14, certify_from=3)
+    result = engine.bidirectional(weights, topics, answers, ladder=LADDER)
+    terms = series_terms(0.85, 1e-14)
+    assert result.stopped is not None and np.any(result.stopped < terms)  # the rule does fire
+    for j in range(6):
+        rho = dense_ppr(graph, weights, j, topics[j]) * dense_ppr(graph, weights, j, answers[j])
+        ours = result.forward[:, j] * result.backward[:, j]
+        for k in LADDER:
+            assert top_k(ours, k) == top_k(rho, k), (j, k, result.stopped[j])
+
+
+def test_certified_top_k_on_a_hand_made_graph():
+    """A path 0-1-2-3-4 with a pendant leaf (5, 6, 7) on each inner node, uniform weights:
+    the top 5 of rho is the path between topic 0 and answer 4 (every walk between them
+    through a leaf is two steps longer)."""
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.engine.weights import query_weights
+
+    edges = np.array([(i, i + 1) for i in range(4)] + [(i, 4 + i) for i in range(1, 4)])
+    graph = KnowledgeGraph.from_edges(
+        edges[:, 0], edges[:, 1], np.zeros(len(edges), dtype=np.int64),
+        node_type=np.zeros(8, dtype=np.int8), names=[f"n{i}" for i in range(8)],
+        descriptions=[""] * 8, type_names=TYPES, relation_names=RELS,
+        relation_descriptions=tuple(RELS))
+    weights = query_weights(np.zeros((8, 4)), np.zeros((4, 4)), beta=0.3)
+    result = PPREngine(graph, tol=1e-14).bidirectional(weights, [0], [4], ladder=(5,))
+    assert result.stopped[0] < series_terms(0.85, 1e-14)
+    rho = result.forward[:, 0] * result.backward[:, 0]
+    assert top_k(rho, 5) == set(range(5))  # the path itself
+    exact = dense_ppr(graph, weights, 0, 0) * dense_ppr(graph, weights, 0, 4)
+    assert top_k(exact, 5) == set(range(5))
+
+
+@pytest.mark.parametrize("backend", ["numba", "scipy"])
+def test_early_exit_leaves_the_other_queries_unchanged(backend):
+    graph = random_graph(7, n=150, m=900)
+    _, _, weights = random_weights(graph, 8, 7)
+    topics, answers = pairs_of(graph, 8, 7)
+    engine = PPREngine(graph, backend=backend, tol=1e-14, certify_from=3)
+    together = engine.bidirectional(weights, topics, answers, ladder=LADDER)
+    assert len(set(together.stopped.tolist())) > 1  # pairs stop at different terms
+    for j in range(8):
+        alone = engine.bidirectional(weights.columns(slice(j, j + 1)), topics[j:j + 1], answers[j:j + 1],
+                                     ladder=LADDER)
+        assert alone.stopped[0] == together.stopped[j]
+        np.testing.assert_allclose(alone.forward[:, 0], together.forward[:, j], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(alone.backward[:, 0], together.backward[:, j], rtol=1e-12, atol=1e-15)
+
+
+def test_without_a_ladder_the_solve_is_the_exact_one():
+    graph = random_graph(3, n=80, m=400)
+    _, _, weights = random_weights(graph, 3, 3)
+    topics, answers = pairs_of(graph, 3, 3)
+    engine = PPREngine(graph)
+    exact = engine.bidirectional(weights, topics, answers)
+    assert exact.stopped is None
+    np.testing.assert_array_equal(exact.forward, engine.bidirectional(weights, topics, answers).forward)
+
+
+def test_certified_bank_registers_the_exact_banks_paths(tmp_path):
+    """A certified build's corridors are the exact solve's top K, so its paths are the same."""
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    queries = training_queries(QueryGenerator(graph).generate(8, seed=3))
+    columns = ["query_id", "pair", "hop", "rank", "node_ids", "relations"]
+    tables = {}
+    for ppr in ("exact", "certified"):
+        build_bank(graph, queries, tmp_path / ppr, BankConfig(batch=4, ppr=ppr, ladder=(20, 40)))
+        tables[ppr] = BankStore(tmp_path / ppr).read_paths(columns).to_pylist()
+    assert tables["exact"] and tables["certified"] == tables["exact"]
+
+
+def test_unknown_ppr_solve_is_one_clear_error():
+    from adapath.bank.build import BankConfig
+    from adapath.errors import InputError
+
+    with pytest.raises(InputError, match="ppr 'fast': choose exact or certified"):
+        BankConfig(ppr="fast").check()
