@@ -48,8 +48,8 @@ def test_excerpt_names_definitions_and_directions():
     assert ("Essential fructosuria", "phenotype present", "Impairment of fructose metabolism") in triplets
     assert ("Essential fructosuria", "associated with", "KHK") in triplets
     assert ("Hyperkalemia", "associated with", "ABCB6") in triplets
-    # is_a: HP:0002153 Hyperkalemia is_a HP:0010930 Abnormal blood monovalent cation concentration
-    assert ("Abnormal blood monovalent cation concentration", "parent-child", "Hyperkalemia") in triplets
+    # hp.obo: HP:0002153 Hyperkalemia is_a HP:0011042 Abnormal blood potassium concentration
+    assert ("Abnormal blood potassium concentration", "parent-child", "Hyperkalemia") in triplets
     assert ("Immunoglobulin kappa light chain deficiency", "associated with", "IGKC") in triplets
 
 
