@@ -31,13 +31,33 @@ def kg_synth(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same graph."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
     descriptions: list[Path] = typer.Option([], "--descriptions", metavar="FILE", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
+    base: Path | None = typer.Option(None, "--base", help="A real graph (e.g. from `kg import hpo`) whose node types, names, descriptions and edges are taken whole; the other types are generated and wired to it."),
+    competitors: int = typer.Option(0, "--competitors", min=0, help="Per evidence record, up to K related nodes of the answer's type on the record's meta-path (none a valid answer), until the record's answer_ambiguity is reached."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
+    from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.synthetic import generate
+    from adapath.errors import InputError
 
+    if competitors and not evidence:
+        raise InputError("--competitors needs --evidence FILE (competitors are planted per record)")
     start = time.perf_counter()
-    graph = generate(scale=scale, seed=seed, evidence=evidence, description_sources=descriptions)
+    base_graph = KnowledgeGraph.load(base) if base is not None else None
+    report: dict = {}
+    graph = generate(scale=scale, seed=seed, evidence=evidence, description_sources=descriptions,
+                     base=base_graph, report=report)
+    if base_graph is not None and evidence:
+        say(f"matched the base: {report['matched_nodes']:,} of {report['evidence_nodes']:,} evidence nodes, "
+            f"{report['matched_edges']:,} of {report['evidence_edges']:,} evidence edges ("
+            + ", ".join(f"{t} {c['matched']:,}/{c['evidence']:,}" for t, c in report["by_type"].items()) + ")")
+    if competitors:
+        from adapath.sources.competitors import plant_competitors
+
+        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed)
+        say(f"competitors: {planted['nodes']:,} nodes and {planted['edges']:,} edges for "
+            f"{planted['records']:,} records (pool median {planted['pool_before_median']:g} -> "
+            f"{planted['pool_after_median']:g}; answer_ambiguity median {planted['ambiguity_median']:g})")
     graph.save(out, overwrite=force)
     say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
          f"in {time.perf_counter() - start:.1f} s")
