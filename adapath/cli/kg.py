@@ -54,8 +54,8 @@ def kg_synth(
     if competitors:
         from adapath.sources.competitors import plant_competitors
 
-        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed)
-        say(f"competitors: {planted['nodes']:,} nodes and {planted['edges']:,} edges for "
+        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed, base=base_graph)
+        say(f"competitors: {planted['nodes']:,} new nodes, {planted['edges']:,} new edges for "
             f"{planted['records']:,} records (pool median {planted['pool_before_median']:g} -> "
             f"{planted['pool_after_median']:g}; answer_ambiguity median {planted['ambiguity_median']:g})")
     graph.save(out, overwrite=force)
@@ -67,11 +67,23 @@ def kg_synth(
 def kg_info(
     graph_dir: Path = typer.Argument(..., help="Graph directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="Planted BioStrat-QA JSONL: also report each record's pool along its gold meta-path and where the answer's question cosine ranks in it."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP + " (with --evidence)"),
+    level: str = typer.Option("bare", "--level", help="explicit, implicit or bare: which question text (with --evidence)."),
 ) -> None:
     """Counts per node type and relation, and the degree profile."""
     from adapath.engine.graph import KnowledgeGraph
 
-    info = KnowledgeGraph.load(graph_dir).info()
+    graph = KnowledgeGraph.load(graph_dir)
+    info = graph.info()
+    if evidence:
+        from adapath.errors import InputError
+        from adapath.retrieval.dense import make_encoder
+        from adapath.sources.competitors import pool_difficulty
+
+        if level not in ("explicit", "implicit", "bare"):
+            raise InputError(f"--level {level!r}: choose explicit, implicit or bare")
+        info["evidence"] = pool_difficulty(graph, evidence, make_encoder(encoder), level=level)
     if as_json:
         print(json.dumps(info, indent=2))
         return
@@ -87,6 +99,12 @@ def kg_info(
     d = info["degree"]
     out_console.print(f"degree: mean {d['mean']:.1f}, p50 {d['p50']:.0f}, p90 {d['p90']:.0f}, "
                       f"p99 {d['p99']:.0f}, max {d['max']:,}")
+    if "evidence" in info:
+        e = info["evidence"]
+        out_console.print(f"evidence ({level} questions, {e['records']:,} records): pool along the gold meta-path "
+                          f"median {e['pool_median']:g}, mean {e['pool_mean']:.1f}; question-answer cosine "
+                          f"percentile among rivals median {e['percentile_median']:.1f}, mean "
+                          f"{e['percentile_mean']:.1f}; answer closest {e['answer_top1']:.1f}%")
 
 
 def _save_imported(graph, out: Path, force: bool, start: float) -> None:
