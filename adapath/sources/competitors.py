@@ -32,13 +32,16 @@ def record_walk(graph: KnowledgeGraph, record: dict):
     """(internal path nodes, gold meta-path, head-first flags per hop) of a planted record, or None
     when a path node is missing from the graph."""
     ids = [int(v) for v in record["path_node_ids"]]
+    answer = int(record["answer_entity"]["id"])
+    if answer in ids:  # junction records continue past the answer to a second topic
+        ids = ids[: ids.index(answer) + 1]
     nodes = graph.index_of(ids, missing="ignore")
     if (nodes < 0).any():
         return None
     meta = {int(m["id"]): m for m in record["node_metadata"]}
     types = tuple(meta[i]["type"] for i in ids)
     relations, head_first = [], []
-    for i, (head_name, relation, _) in enumerate(record["triplets"]):
+    for i, (head_name, relation, _) in enumerate(record["triplets"][: len(ids) - 1]):
         relations.append(relation)
         head_first.append(meta[ids[i]]["name"] == head_name)
     return nodes, MetaPath(types, tuple(relations)), head_first
@@ -123,8 +126,9 @@ def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: 
         if need == 0 or answer_type not in indexes:
             after.append(len(pool))
             continue
-        answer_meta = next(m for m in record["node_metadata"] if int(m["id"]) == int(record["answer_entity"]["id"]))
-        query = f"{answer_meta['name']}. {answer_meta.get('description') or ''}"
+        # the answer's text as the graph holds it (a base node keeps the base's definition)
+        answer_node = int(nodes[-1])
+        query = f"{names[answer_node]}. {graph.description(answer_node)}"
         scores = indexes[answer_type].scores([query])[:, 0]
         # ties broken by the seed so equal scores do not always favour file order
         order = np.lexsort((rng.random(len(scores)), -scores))
