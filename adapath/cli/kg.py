@@ -68,7 +68,7 @@ def kg_info(
     graph_dir: Path = typer.Argument(..., help="Graph directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="Planted BioStrat-QA JSONL: also report each record's pool along its gold meta-path and where the answer's question cosine ranks in it."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP + " (with --evidence)"),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
     level: str = typer.Option("bare", "--level", help="explicit, implicit or bare: which question text (with --evidence)."),
 ) -> None:
     """Counts per node type and relation, and the degree profile."""
