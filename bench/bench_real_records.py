@@ -158,6 +158,52 @@ def prepare_embeddings(work: Path, graph, encoder) -> None:
     say(f"node embeddings in {path}")
     embed_all(graph, encoder, path, expect, DEFAULT_DTYPE,
               on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
+    return path, expect
+
+
+def pool_difficulty(graph, records: list[dict], encoder, store_path: Path, expect: dict, levels: list[str]) -> dict:
+    """Per level x hop: the pool along the gold meta-path (median size) and where the answer's
+    question cosine ranks among the pool's other nodes (mean percentile; % of records where
+    the answer is the closest), from the node vectors the methods read."""
+    from adapath.retrieval.node_store import NodeStore
+    from adapath.sources.competitors import answer_pool
+
+    vectors = NodeStore.open(store_path, expect).vectors
+    out: dict = {}
+    for level in levels:
+        questions = encoder.encode([r[f"{level}_query"] for r in records])
+        questions = questions / np.maximum(np.linalg.norm(questions, axis=1, keepdims=True), 1e-12)
+        cells: dict = defaultdict(lambda: {"pool": [], "pct": [], "top": []})
+        for record, q in zip(records, questions):
+            pool = answer_pool(graph, record)
+            answer = int(graph.index_of([int(record["answer_entity"]["id"])], missing="ignore")[0])
+            valid = set(graph.index_of([int(v) for v in record.get("valid_answer_ids") or []], missing="ignore").tolist())
+            if answer < 0 or answer not in set(pool.tolist()):
+                continue
+            rivals = np.array([v for v in pool.tolist() if v not in valid and v != answer], dtype=np.int64)
+            vec = np.asarray(vectors[np.concatenate([[answer], rivals])], dtype=np.float32)
+            cos = (vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)) @ q
+            cell = cells[int(record["num_hops"])]
+            cell["pool"].append(len(pool))
+            cell["pct"].append(100.0 * float((cos[1:] < cos[0]).mean()) if len(rivals) else 100.0)
+            cell["top"].append(100.0 * float((cos[1:] < cos[0]).all()))
+        out[level] = {h: {"records": len(c["pool"]), "pool_median": float(np.median(c["pool"])),
+                          "percentile_mean": round(float(np.mean(c["pct"])), 1),
+                          "answer_closest": round(float(np.mean(c["top"])), 1)} for h, c in sorted(cells.items())}
+    return out
+
+
+def print_pool_table(pools: dict, records: list[dict]) -> None:
+    amb: dict = defaultdict(list)
+    for r in records:
+        amb[int(r["num_hops"])].append(int(r.get("answer_ambiguity") or 0))
+    print("\nPool along the gold meta-path and the answer's question cosine within it (MiniLM node vectors)\n")
+    print("| level | hop | records | pool median | answer_ambiguity median | cosine percentile, mean | answer closest, % |")
+    print("|---|---|---|---|---|---|---|")
+    for level, cells in pools.items():
+        for hop, c in cells.items():
+            print(f"| {level} | {hop} | {c['records']} | {c['pool_median']:g} | {float(np.median(amb[hop])):g} | "
+                  f"{c['percentile_mean']:.1f} | {c['answer_closest']:.1f} |")
 
 
 def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
@@ -349,7 +395,7 @@ def main() -> None:
                           args.competitors if args.graph == "base+competitors" else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
-    prepare_embeddings(work, graph, encoder)
+    store_path, expect = prepare_embeddings(work, graph, encoder)
     query_set = records_query_set(test)
     items = query_set.by_id()
     levels = args.levels.split(",")
@@ -364,8 +410,10 @@ def main() -> None:
           f"({args.split} split); graph {args.graph}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
           f"encoder {encoder.name}; no LLM")
     print_tables(reports, extras, fails)
+    pools = pool_difficulty(graph, test, encoder, store_path, expect, levels)
+    print_pool_table(pools, test)
     if args.json:
-        args.json.write_text(json.dumps({"reports": reports, "extras": extras,
+        args.json.write_text(json.dumps({"reports": reports, "extras": extras, "pools": pools,
                                          "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
                                         indent=2))
 
