@@ -154,3 +154,14 @@ def test_describe_phrasing_carries_the_answers_definition():
     with pytest.raises(Exception, match="phrasing"):
         QueryGenerator(graph).generate(1, seed=0, hops=(1,), phrasing="poetic")
     assert np.all([r["bare_query"] != t["bare_query"] for r, t in zip(records, templated)])
+
+
+def test_records_without_ambiguity_get_k_rivals(planted, tmp_path):
+    base, graph, _, _ = planted
+    record = dict(_records()[0])
+    del record["answer_ambiguity"]
+    path = tmp_path / "no_ambiguity.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    before = len(answer_pool(graph, record))
+    grown, counts = plant_competitors(graph, [path], k=3, seed=0, base=base)
+    assert counts["edges"] == 3 and len(answer_pool(grown, record)) == before + 3

@@ -9,7 +9,8 @@ graph's own descriptions of that type). An entity already in the graph is linked
 edge from the record's second-to-last node, with the last relation); one that is not is
 added as a new node with its real name and description. No rival is a valid answer or
 carries a valid answer's name. Per record, at most ``k`` rivals are added, and only until
-the pool along the gold meta-path reaches the record's ``answer_ambiguity``.
+the pool along the gold meta-path reaches the record's ``answer_ambiguity`` (``k`` rivals
+where a record lacks the field).
 """
 
 from __future__ import annotations
@@ -115,14 +116,17 @@ def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: 
         nodes, metapath, head_first = walk
         pool = reach(graph, nodes[:1], metapath)
         answer_type = metapath.types[-1]
-        ambiguity = min(int(record.get("answer_ambiguity") or 0), ambiguity_cap)
+        # records without the field (most 3-hop ones) get k rivals: their real count is unknown
+        raw = record.get("answer_ambiguity")
+        ambiguity = min(int(raw), ambiguity_cap) if raw is not None else len(pool) + k
         valid_ids = {int(v) for v in record.get("valid_answer_ids") or []} | {int(record["answer_entity"]["id"])}
         valid_nodes = set(graph.index_of(sorted(valid_ids), missing="ignore").tolist()) - {-1}
         banned = {names[v].strip().lower() for v in valid_nodes} | {str(record["answer_entity"]["name"]).strip().lower()}
         in_pool = set(pool.tolist())
         need = min(k, max(0, ambiguity - len(pool)))
         before.append(len(pool))
-        ambiguities.append(ambiguity)
+        if raw is not None:
+            ambiguities.append(ambiguity)
         if need == 0 or answer_type not in indexes:
             after.append(len(pool))
             continue
