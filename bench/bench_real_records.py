@@ -196,13 +196,15 @@ def pool_difficulty(graph, records: list[dict], encoder, store_path: Path, expec
 def print_pool_table(pools: dict, records: list[dict]) -> None:
     amb: dict = defaultdict(list)
     for r in records:
-        amb[int(r["num_hops"])].append(int(r.get("answer_ambiguity") or 0))
+        if r.get("answer_ambiguity") is not None:  # most 3-hop records lack the field
+            amb[int(r["num_hops"])].append(int(r["answer_ambiguity"]))
     print("\nPool along the gold meta-path and the answer's question cosine within it (MiniLM node vectors)\n")
-    print("| level | hop | records | pool median | answer_ambiguity median | cosine percentile, mean | answer closest, % |")
+    print("| level | hop | records | pool median | answer_ambiguity median (records with it) | cosine percentile, mean | answer closest, % |")
     print("|---|---|---|---|---|---|---|")
     for level, cells in pools.items():
         for hop, c in cells.items():
-            print(f"| {level} | {hop} | {c['records']} | {c['pool_median']:g} | {float(np.median(amb[hop])):g} | "
+            known = f"{float(np.median(amb[hop])):g} ({len(amb[hop])})" if amb[hop] else "-"
+            print(f"| {level} | {hop} | {c['records']} | {c['pool_median']:g} | {known} | "
                   f"{c['percentile_mean']:.1f} | {c['answer_closest']:.1f} |")
 
 
