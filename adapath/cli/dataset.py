@@ -42,6 +42,7 @@ def dataset_generate(
     hops: str = typer.Option("1,2,3", "--hops", help="Hop counts to draw templates from."),
     first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
     max_answers: int = typer.Option(50, "--max-answers", help="Draw again a walk with more valid answers than this."),
+    phrasing: str = typer.Option("templated", "--phrasing", help="templated (every node the template reaches is valid) or describe (each form also carries the answer's definition, name hidden; only the answer is valid)."),
 ) -> None:
     """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
     from adapath.datasets.generate import QueryGenerator
@@ -54,7 +55,7 @@ def dataset_generate(
         raise InputError("--max-answers must be at least 1")
     graph = KnowledgeGraph.load(kg)
     records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id,
-                                                max_answers=max_answers)
+                                                max_answers=max_answers, phrasing=phrasing)
     with atomic_file(out) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

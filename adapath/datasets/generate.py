@@ -7,6 +7,12 @@ reaches from the topic(s). Three templated surface forms: *explicit* names every
 intermediate and relation, *implicit* describes intermediates from their descriptions
 without naming them, *bare* gives only the topic(s) and the answer type. No form ever
 contains the answer's name.
+
+The ``describe`` phrasing (for real graphs, as BioStrat-QA questions do) adds the answer's
+own definition in words to every form, its name hidden, and keeps only the answer valid:
+the question then singles out one of the nodes the template reaches, and answering it
+means matching that description among related rivals. Answers without a description are
+drawn again.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from adapath.errors import InputError
 from adapath.kernels.expand import count_typed
 
 MAX_TRIES = 400
+PHRASINGS = ("templated", "describe")
+DESCRIBE_WORDS = 30  # words of the answer's definition a describing question carries
 
 
 class QueryGenerator:
@@ -73,7 +81,7 @@ class QueryGenerator:
             path.append(options[int(rng.integers(len(options)))])
         return path
 
-    def sample(self, template: Template, rng) -> dict | None:
+    def sample(self, template: Template, rng, describe: bool = False) -> dict | None:
         """One record for ``template``, or None if this draw found no grounding."""
         g = self.graph
         main = template.main.metapath
@@ -105,9 +113,13 @@ class QueryGenerator:
         valid -= set(topics)
         if answer not in valid:
             return None
-        return self._record(template, path, branch, topics, sorted(valid))
+        if describe:
+            if not _snippet(g, answer, [g.name(answer)], words=DESCRIBE_WORDS):
+                return None
+            valid = {answer}
+        return self._record(template, path, branch, topics, sorted(valid), describe)
 
-    def _record(self, template, path, branch, topics, valid) -> dict:
+    def _record(self, template, path, branch, topics, valid, describe: bool = False) -> dict:
         g = self.graph
         ext = lambda i: int(g.node_id[i])  # noqa: E731
         full_path = path + branch[::-1]  # [topic1, ..., answer, ..., topic2], as BioStrat-QA
@@ -122,6 +134,8 @@ class QueryGenerator:
             triplets.append([g.name(a), relation, g.name(b)])
         answer = path[-1]
         texts = surface_forms(g, template, path, branch, topics)
+        if describe:
+            texts = {key: text + describing(g, path[-1], template.answer_type) for key, text in texts.items()}
         return {
             "template_id": template.id,
             "num_hops": template.num_hops,
@@ -139,9 +153,11 @@ class QueryGenerator:
         }
 
     def generate(self, n: int, seed: int, hops=(1, 2, 3), first_id: int = 0,
-                 max_answers: int = 50) -> list[dict]:
+                 max_answers: int = 50, phrasing: str = "templated") -> list[dict]:
         """``n`` records; walks with more than ``max_answers`` valid answers are drawn again
         (as ``dataset build`` drops them), so one vague question cannot inflate exact match."""
+        if phrasing not in PHRASINGS:
+            raise InputError(f"--phrasing {phrasing!r}: choose {' or '.join(PHRASINGS)}")
         rng = np.random.default_rng(seed)
         usable = [t for t in self.templates if t.num_hops in set(hops)]
         missing = sorted(set(hops) - {t.num_hops for t in usable})
@@ -152,7 +168,7 @@ class QueryGenerator:
         failures = 0
         while len(records) < n:
             template = usable[int(rng.integers(len(usable)))]
-            record = self.sample(template, rng)
+            record = self.sample(template, rng, describe=phrasing == "describe")
             if record is not None and len(record["valid_answer_ids"]) > max_answers:
                 record = None
             if record is None:
@@ -172,6 +188,13 @@ def _snippet(graph: KnowledgeGraph, node: int, hide: list[str], words: int = 14)
             text = re.sub(re.escape(name), "it", text, flags=re.IGNORECASE)
     text = " ".join(text.split()[:words]).rstrip(".,;:")
     return text
+
+
+def describing(graph: KnowledgeGraph, answer: int, answer_type: str) -> str:
+    """The sentence that describes the answer: its definition, its name hidden."""
+    snippet = _snippet(graph, answer, [graph.name(answer)], words=DESCRIBE_WORDS)
+    snippet = re.sub(r"^(?:an?|the) it\b", "It", snippet, flags=re.IGNORECASE)
+    return f' The {answer_type} sought is described as: "{snippet}".'
 
 
 def _article(noun: str) -> str:

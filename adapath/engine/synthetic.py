@@ -132,8 +132,18 @@ def generate(
     seed: int = 0,
     evidence: Iterable[str | Path] = (),
     description_sources: Iterable[str | Path] = (),
+    base: KnowledgeGraph | None = None,
+    report: dict | None = None,
 ) -> KnowledgeGraph:
-    """Generate the PrimeKG-shaped graph, optionally planting BioStrat-QA evidence."""
+    """Generate the PrimeKG-shaped graph, optionally planting BioStrat-QA evidence.
+
+    With ``base``, the node types the base holds come from it whole (names, descriptions and
+    the relations it has, at any scale); other types are generated at ``scale`` and wired to
+    the base nodes by the relations the base lacks, with PrimeKG's edge counts. Evidence
+    nodes of a base type whose name (case-insensitive) names a base node of that type are
+    planted onto it (the base node takes the record's id); ``report`` (a dict) receives the
+    counts of evidence nodes and edges that matched the base.
+    """
     if not scale > 0:
         raise InputError(f"--scale must be positive, got {scale}")
     rng = np.random.default_rng(seed)
@@ -145,12 +155,18 @@ def generate(
 
     # ---- nodes: per type, planted nodes first, then background up to the type's count
     counts = node_counts(scale)
+    based = _BaseNodes(base, planted) if base is not None else None
+    if based is not None:
+        real_names |= based.lower_names
     planted_by_type: dict[str, list[int]] = {t: [] for t in NODE_TYPES}
     for node, (_, type_name, _) in sorted(planted.items()):
-        planted_by_type[type_name].append(node)
-    type_codes, external, is_planted = [], [], []
-    n_background = {t: max(counts[t] - len(planted_by_type[t]), 0) for t in NODE_TYPES}
-    free_ids = _free_ids(sum(n_background.values()), reserved)
+        if based is None or node not in based.matched:
+            planted_by_type[type_name].append(node)
+    type_codes, external, is_planted, base_of = [], [], [], []
+    n_background = {t: 0 if based is not None and t in based.types else max(counts[t] - len(planted_by_type[t]), 0)
+                    for t in NODE_TYPES}
+    n_base_free = based.unmatched_count if based is not None else 0
+    free_ids = _free_ids(sum(n_background.values()) + n_base_free, reserved)
     cursor = 0
     for code, type_name in enumerate(NODE_TYPES):
         ids = planted_by_type[type_name] + free_ids[cursor: cursor + n_background[type_name]].tolist()
@@ -158,6 +174,18 @@ def generate(
         type_codes += [code] * len(ids)
         external += ids
         is_planted += [True] * len(planted_by_type[type_name]) + [False] * n_background[type_name]
+        base_of += [-1] * len(ids)
+        if based is not None and type_name in based.types:
+            for b in based.nodes_of(type_name):
+                record_id = based.record_of.get(int(b))
+                if record_id is None:
+                    record_id = int(free_ids[cursor])
+                    cursor += 1
+                external.append(record_id)
+                type_codes.append(code)
+                is_planted.append(False)
+                base_of.append(int(b))
+    base_of = np.asarray(base_of, dtype=np.int64)
     external = np.asarray(external, dtype=np.int64)
     type_codes = np.asarray(type_codes, dtype=np.int8)
     is_planted = np.asarray(is_planted, dtype=bool)
@@ -170,6 +198,8 @@ def generate(
     heads, tails, rels = [], [], []
     for relation, target in zip(PRIMEKG_RELATIONS, relation_targets(scale)):
         xs, ys = members[relation.x_type], members[relation.y_type]
+        if based is not None and based.has_relation(relation):
+            continue  # the base's own edges stand for this relation
         if target == 0 or len(xs) == 0 or len(ys) == 0:
             continue
         noise = rng.lognormal(0.0, RELATION_NOISE, size=n)
@@ -179,12 +209,27 @@ def generate(
         heads.append(h)
         tails.append(t)
         rels.append(np.full(len(h), rel_code[relation.display], dtype=np.int16))
+    if based is not None:
+        position_of_base = np.full(base.num_nodes, -1, dtype=np.int64)
+        rows = np.flatnonzero(base_of >= 0)
+        position_of_base[base_of[rows]] = rows
+        bh, br, bt = base.edges()
+        bh, bt = position_of_base[based.canonical[bh]], position_of_base[based.canonical[bt]]
+        heads.append(bh)
+        tails.append(bt)
+        rels.append(np.array([rel_code.setdefault(base.relation_names[c], len(rel_code)) for c in range(base.num_relations)],
+                             dtype=np.int16)[br])
+        if report is not None:
+            report.update(based.match_report(planted_edges))
+    elif report is not None:
+        report.update({"evidence_nodes": len(planted), "matched_nodes": 0,
+                       "evidence_edges": len(planted_edges), "matched_edges": 0})
     if planted_edges:
         position = {int(v): i for i, v in enumerate(external)}
         heads.append(np.array([position[h] for h, _, _ in planted_edges], dtype=np.int64))
         tails.append(np.array([position[t] for _, _, t in planted_edges], dtype=np.int64))
         extra_rel = []
-        relation_names = list(DISPLAY_RELATIONS)
+        relation_names = list(rel_code)
         for _, r, _ in planted_edges:
             if r not in rel_code:
                 rel_code[r] = len(relation_names)
@@ -192,14 +237,16 @@ def generate(
             extra_rel.append(rel_code[r])
         rels.append(np.array(extra_rel, dtype=np.int16))
     else:
-        relation_names = list(DISPLAY_RELATIONS)
+        relation_names = list(rel_code)
 
     # ---- text
     names, descriptions = [], []
     name_streams = {t: _NameStream(t, n_background[t], rng, real_names) for t in NODE_TYPES}
     for i in range(n):
         type_name = NODE_TYPES[type_codes[i]]
-        if is_planted[i]:
+        if base_of[i] >= 0:
+            name, description = based.text(int(base_of[i]))
+        elif is_planted[i]:
             name, _, description = planted[int(external[i])]
         else:
             name = name_streams[type_name].next()
@@ -223,6 +270,77 @@ def generate(
         relation_names=tuple(relation_names),
         relation_descriptions=tuple(relation_description(r) for r in relation_names),
     )
+
+
+class _BaseNodes:
+    """The base graph's nodes as they enter a generated graph: duplicates of a (type, name)
+    folded into the first, evidence nodes matched by type and case-insensitive name."""
+
+    def __init__(self, base: KnowledgeGraph, planted: dict):
+        self.base = base
+        names = base.names.to_pylist()
+        self.descriptions = base.descriptions.to_pylist()
+        self.names = names
+        codes = np.bincount(base.node_type, minlength=len(base.type_names))
+        self.types = {t for t, c in zip(base.type_names, codes) if c}
+        unknown = self.types - set(NODE_TYPES)
+        if unknown:
+            raise InputError(f"--base: node type {sorted(unknown)[0]!r} is not one of PrimeKG's")
+        first: dict[tuple[str, str], int] = {}
+        self.canonical = np.arange(base.num_nodes, dtype=np.int64)
+        for i, (name, code) in enumerate(zip(names, base.node_type.tolist())):
+            key = (base.type_names[code], (name or "").strip().lower())
+            self.canonical[i] = first.setdefault(key, i)
+        self.by_name = first
+        self.lower_names = {k[1] for k in first}
+        self.matched: dict[int, int] = {}  # record id -> base node
+        self.record_of: dict[int, int] = {}  # base node -> record id
+        for node, (name, type_name, _) in sorted(planted.items()):
+            b = first.get((type_name, name.strip().lower()))
+            if b is not None and b not in self.record_of:
+                self.matched[node] = b
+                self.record_of[b] = node
+        self.planted = planted
+        self.unmatched_count = int((self.canonical == np.arange(base.num_nodes)).sum()) - len(self.record_of)
+        h, r, t = base.edges()
+        self.relation_types = {(base.relation_names[a], base.type_names[x], base.type_names[y])
+                               for a, x, y in set(zip(r.tolist(), base.node_type[h].tolist(), base.node_type[t].tolist()))}
+        self.pairs = set(zip(np.minimum(self.canonical[h], self.canonical[t]).tolist(),
+                             np.maximum(self.canonical[h], self.canonical[t]).tolist(),
+                             [base.relation_names[c] for c in r.tolist()]))
+
+    def nodes_of(self, type_name: str) -> np.ndarray:
+        code = self.base.type_names.index(type_name)
+        keep = (self.base.node_type == code) & (self.canonical == np.arange(self.base.num_nodes))
+        return np.flatnonzero(keep)
+
+    def has_relation(self, relation) -> bool:
+        return ((relation.display, relation.x_type, relation.y_type) in self.relation_types
+                or (relation.display, relation.y_type, relation.x_type) in self.relation_types)
+
+    def text(self, b: int) -> tuple[str, str]:
+        description = self.descriptions[b] or ""
+        record = self.record_of.get(b)
+        if not description and record is not None:
+            description = self.planted[record][2]
+        return self.names[b] or "", description
+
+    def match_report(self, planted_edges) -> dict:
+        matched_edges = 0
+        for h, r, t in planted_edges:
+            if h in self.matched and t in self.matched:
+                a, b = self.matched[h], self.matched[t]
+                if (min(a, b), max(a, b), r) in self.pairs:
+                    matched_edges += 1
+        by_type: dict[str, list[int]] = {}
+        for node, (_, type_name, _) in self.planted.items():
+            if type_name in self.types:
+                cell = by_type.setdefault(type_name, [0, 0])
+                cell[0] += 1
+                cell[1] += node in self.matched
+        return {"evidence_nodes": len(self.planted), "matched_nodes": len(self.matched),
+                "evidence_edges": len(planted_edges), "matched_edges": matched_edges,
+                "by_type": {t: {"evidence": c[0], "matched": c[1]} for t, c in sorted(by_type.items())}}
 
 
 def _mentioned_ids(paths: list[Path]) -> set[int]:

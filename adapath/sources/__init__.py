@@ -1,0 +1,1 @@
+"""Graph sources: importers of real releases into the PrimeKG-schema graph."""
