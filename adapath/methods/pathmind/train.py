@@ -28,6 +28,7 @@ from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.halfedges import HalfEdges
 from adapath.methods.pathmind.model import PathMindNet
+from adapath.methods.pathmind.subgraph import MODES as SUBGRAPH_MODES
 from adapath.methods.pathmind.subgraph import QuerySubgraph, SubgraphBuilder
 from adapath.progress import Progress
 
@@ -48,15 +49,22 @@ class Example:
 
 
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
-                  hops: int = 3, budget: int = 400, with_answers: bool = True, progress: bool = False) -> list[Example]:
-    builder = SubgraphBuilder(graph, hops=hops, budget=budget)
+                  hops: int = 3, budget: int = 400, with_answers: bool = True, progress: bool = False,
+                  subgraph: str = "ppr", graph_dir=None, bank=None) -> list[Example]:
+    """``subgraph``: how the budget is cut (:mod:`adapath.methods.pathmind.subgraph`); the
+    ``metapath`` cut needs a Path-Bank (``bank``)."""
+    from adapath.datasets.biostrat import query_from_record
+
+    builder = make_builder(graph, hops, budget, subgraph, graph_dir)
+    guide = make_guide(graph, subgraph, bank, encoder, graph_dir)
     texts = [query_text(r, level) for r in records]
     topics = [graph.index_of([int(k) for k in r["topic_entities"]]).tolist() for r in records]
     vectors = encoder.encode(texts)
     subgraphs = []
     with _progress(progress, len(records), "subgraphs", "questions") as bar:
         for lo in range(0, len(records), 64):
-            subgraphs += builder.build_many(topics[lo:lo + 64])
+            guides = guide.guides([query_from_record(r, level) for r in records[lo:lo + 64]]) if guide else None
+            subgraphs += builder.build_many(topics[lo:lo + 64], texts[lo:lo + 64], guides)
             bar.advance(len(topics[lo:lo + 64]))
     examples = []
     for record, t, text, vector, sub in zip(records, topics, texts, vectors, subgraphs):
@@ -66,6 +74,30 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
             answers = [int(i) for i in index if i >= 0 and i not in t]
         examples.append(Example(str(record["data_id"]), text, t, answers, sub, vector))
     return examples
+
+
+def make_builder(graph: KnowledgeGraph, hops: int, budget: int, subgraph: str, graph_dir=None) -> SubgraphBuilder:
+    """The subgraph builder of a mode, with the graph's BM25 indexes where it ranks by the question
+    (the Path-Bank's settings: k1 1.5, b 0)."""
+    if subgraph not in SUBGRAPH_MODES:
+        raise InputError(f"--param subgraph={subgraph!r}: choose {', '.join(SUBGRAPH_MODES)}")
+    text = None
+    if subgraph != "ppr":
+        from adapath.retrieval.bm25 import GraphText
+
+        text = GraphText.for_graph(graph, graph_dir, b=0.0)
+    return SubgraphBuilder(graph, hops=hops, budget=budget, mode=subgraph, text=text)
+
+
+def make_guide(graph: KnowledgeGraph, subgraph: str, bank, encoder, graph_dir=None):
+    """The Path-Bank guide of the ``metapath`` cut (None for the other modes)."""
+    if subgraph != "metapath":
+        return None
+    if bank is None:
+        raise InputError("subgraph=metapath needs a Path-Bank (--bank); or choose subgraph=question")
+    from adapath.methods.pathmind.guide import MetaPathGuide
+
+    return MetaPathGuide(graph, bank, encoder, graph_dir)
 
 
 @dataclass
@@ -277,4 +309,4 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     model = PathMindNet(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     model.eval()
-    return model, TrainConfig(**meta["train"])
+    return model, TrainConfig(**{"subgraph": "ppr", **meta["train"]})  # older models cut by the uniform PPR
