@@ -127,3 +127,28 @@ def test_text_modes_need_the_text_and_an_unknown_mode_is_one_line():
         SubgraphBuilder(graph, mode="nope")
     with pytest.raises(InputError, match="needs the graph's BM25"):
         SubgraphBuilder(graph, mode="question")
+
+
+def test_train_refuses_a_metapath_cut_without_a_bank_in_one_line(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    graph = random_graph(2)
+    graph.save(tmp_path / "kg")
+    (tmp_path / "q.jsonl").write_text("")
+    base = ["pathmind", "train", "--kg", tmp_path / "kg", "--queries", f"biostrat:{tmp_path / 'q.jsonl'}",
+            "--out", tmp_path / "m", "--encoder", "hashing"]
+    code, _, err = run_cli([*base, "--subgraph", "metapath"], capsys)
+    assert code == 2 and err.strip() == ("adapath: error: --subgraph metapath needs a Path-Bank (--bank); "
+                                         "or choose --subgraph question")
+    code, _, err = run_cli([*base, "--subgraph", "bfs"], capsys)
+    assert code == 2 and err.strip() == "adapath: error: --subgraph 'bfs': choose ppr, question, metapath"
+    assert not (tmp_path / "m").exists()
+
+
+def test_prior_follows_the_order_nodes_were_taken():
+    graph = hand_graph()
+    text = GraphText.for_graph(graph, None, b=0.0)
+    builder = SubgraphBuilder(graph, hops=3, budget=3, mode="metapath", text=text)
+    sub = builder.build_many([[0]], ["question"], [Guide([], [[0, 2, 4]])])[0]
+    prior = dict(zip(sub.nodes.tolist(), sub.prior.tolist()))
+    assert prior[0] == 1.0 and prior[0] > prior[2] > prior[4] and min(prior.values()) == 0.0

@@ -104,7 +104,7 @@ def make_guide(graph: KnowledgeGraph, subgraph: str, bank, encoder, graph_dir=No
 class Batch:
     """Several examples as one disjoint graph: the network's inputs plus where each example sits."""
 
-    inputs: tuple  # node_type, text, topics, query (B x D), src, dst, rel, node_graph, edges
+    inputs: tuple  # node_type, text, topics, query (B x D), src, dst, rel, node_graph, edges, prior
     node_offsets: np.ndarray  # B + 1
     edge_offsets: np.ndarray  # B + 1
 
@@ -158,11 +158,14 @@ class Featurizer:
         node_graph = np.repeat(np.arange(len(subs)), np.diff(node_offsets))
         n = int(node_offsets[-1])
         edges = HalfEdges(src, dst, rel, n, self.graph.num_relations, in_order)
+        prior = None
+        if all(s.prior is not None for s in subs):
+            prior = torch.as_tensor(np.concatenate([s.prior for s in subs]).astype(np.float32))
         inputs = (torch.as_tensor(self.graph.node_type[nodes].astype(np.int64)),
                   torch.as_tensor(self.nodes.get(nodes)),
                   torch.as_tensor(topics, dtype=torch.long),
                   torch.as_tensor(np.stack([e.query for e in examples])),
-                  edges.src, edges.dst, edges.rel, torch.as_tensor(node_graph), edges)
+                  edges.src, edges.dst, edges.rel, torch.as_tensor(node_graph), edges, prior)
         return Batch(inputs, node_offsets, edge_offsets)
 
 
@@ -250,7 +253,7 @@ def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: Tra
     featurize.encode_nodes(usable, progress=progress)
     model = PathMindNet(len(graph.type_names), graph.num_relations, len(examples[0].query),
                         featurize(examples[0])[1].shape[1], hidden=config.hidden, layers=config.layers,
-                        rounds=config.hops)
+                        rounds=config.hops, prior=config.prior)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     best, best_state, stale, history = -1.0, None, 0, []
     for epoch in range(1, config.epochs + 1):
@@ -309,4 +312,5 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     model = PathMindNet(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     model.eval()
-    return model, TrainConfig(**{"subgraph": "ppr", **meta["train"]})  # older models cut by the uniform PPR
+    # older models: cut by the uniform PPR, no prior input
+    return model, TrainConfig(**{"subgraph": "ppr", "prior": False, **meta["train"]})
