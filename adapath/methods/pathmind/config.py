@@ -19,4 +19,4 @@ class TrainConfig:
     encoder: str = "hashing"
     batch: int = 1  # questions per optimizer step, put through the network as one graph
     subgraph: str = "ppr"  # how the budget is cut: ppr, question or metapath (pathmind.subgraph)
-    prior: bool = True  # the network sees the cut's order of each node (QuerySubgraph.prior)
+    prior: bool = True  # question / metapath cuts: the network sees each node's order in the cut
