@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
-from dataclasses import replace
 
 LEVELS = ("explicit", "implicit", "bare")
 BEAM_ROW = {"explicit": {1: 89.5, 2: 66.7, 3: 60.8}, "bare": {2: 50.0, 3: 30.0}}  # targets quoted by the task

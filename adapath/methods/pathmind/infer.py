@@ -22,7 +22,13 @@ from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import read_answer, read_option
 from adapath.methods.base import Result
-from adapath.methods.pathmind.train import Example, Featurizer, TrainConfig, make_builder, make_guide
+from adapath.methods.pathmind.train import (
+    Example,
+    Featurizer,
+    TrainConfig,
+    make_builder,
+    make_guide,
+)
 from adapath.retrieval.dense import NodeEmbeddings
 
 MODES = ("model", "shortest", "random")
