@@ -40,10 +40,11 @@ def build_examples(graph, records, level, encoder, builders: dict, guide) -> dic
         part = slice(lo, lo + 64)
         clock = time.perf_counter()
         guides = guide.guides([query_from_record(r, level) for r in records[part]]) if guide else None
+        score = next(iter(builders.values())).scores(topics[part], texts[part])  # the same for every budget
         guide_seconds = time.perf_counter() - clock
         for budget, builder in builders.items():
             clock = time.perf_counter()
-            subs = builder.build_many(topics[part], texts[part], guides)
+            subs = builder.build_many(topics[part], texts[part], guides, score)
             seconds[budget] += time.perf_counter() - clock + guide_seconds
             out[budget] += [Example(str(r["data_id"]), text, t, a, s, v) for r, text, t, a, s, v in
                             zip(records[part], texts[part], topics[part], answers[part], subs, vectors[part])]

@@ -68,6 +68,7 @@ class Guide:
 
     lanes: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     walks: list[list[int]] = field(default_factory=list)
+    layered: tuple | None = field(default=None, repr=False)  # typed_walk_layers, computed once
 
 
 class SubgraphBuilder:
@@ -101,12 +102,13 @@ class SubgraphBuilder:
         return out
 
     def build_many(self, topic_sets: list[list[int]], texts: list[str] | None = None,
-                   guides: list[Guide | None] | None = None) -> list[QuerySubgraph]:
+                   guides: list[Guide | None] | None = None, score: np.ndarray | None = None) -> list[QuerySubgraph]:
         """``texts``: the questions (``question``, ``metapath``); ``guides``: the Path-Bank's
-        guide per question (``metapath``; a question without one gets the ``question`` cut)."""
+        guide per question (``metapath``; a question without one gets the ``question`` cut);
+        ``score``: :meth:`scores` of these questions if already computed (another budget's cut)."""
         if self.mode != "ppr" and texts is None:
             raise InputError(f"subgraph mode {self.mode!r} needs the question texts")
-        score = self.scores(topic_sets, texts)
+        score = self.scores(topic_sets, texts) if score is None else score
         guides = guides if guides is not None else [None] * len(topic_sets)
         return [self._build(topics, score[:, j], guide) for j, (topics, guide) in enumerate(zip(topic_sets, guides))]
 
@@ -124,7 +126,9 @@ class SubgraphBuilder:
             if self.mode == "metapath" and guide is not None:
                 for walk in guide.walks:
                     picker.add_path(walk)
-                layered = typed_walk_layers(g, topics[0], guide.lanes)
+                if guide.layered is None:
+                    guide.layered = typed_walk_layers(g, topics[0], guide.lanes)
+                layered = guide.layered
                 if len(layered):
                     nodes_on, parent = layered
                     picker.add_ranked(nodes_on, score, parent(score))
@@ -187,49 +191,52 @@ def typed_walk_layers(graph: KnowledgeGraph, topic: int, lanes):
     """The nodes on complete typed walks from ``topic`` along each lane, and a maker of their
     parent function (for a node: the best-scored node one step back along a lane where it
     sits nearest the topic). Empty when no lane has a complete walk."""
-    found: dict[int, tuple[int, int, int]] = {}  # node -> (relation back, type back, layer index)
+    n = graph.num_nodes
+    nearest = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)  # layer index of each node's place
+    place = np.full(n, -1, dtype=np.int64)  # lane * 16 + layer index of that place
     layers_of: list[list[np.ndarray]] = []
+    steps: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
     for relations, types in lanes:
-        layers = [np.array([topic], dtype=np.int64)]
         if graph.node_type[topic] != types[0]:
             continue
+        layers = [np.array([topic], dtype=np.int64)]
         for r, t in zip(relations, types[1:]):
-            mask = np.zeros(graph.num_nodes, dtype=bool)
+            mask = np.zeros(n, dtype=bool)
             expand_mask(graph.indptr, graph.indices, graph.rel, graph.node_type, layers[-1], r, t, mask)
             layers.append(np.flatnonzero(mask))
         if len(layers[-1]) == 0:
             continue
         for i in range(len(layers) - 1, 0, -1):  # keep the nodes that lie on a complete walk
-            mask = np.zeros(graph.num_nodes, dtype=bool)
+            mask = np.zeros(n, dtype=bool)
             expand_mask(graph.indptr, graph.indices, graph.rel, graph.node_type, layers[i], relations[i - 1],
                         types[i - 1], mask)
             layers[i - 1] = layers[i - 1][mask[layers[i - 1]]]
         k = len(layers_of)
         layers_of.append(layers)
+        steps.append((tuple(relations), tuple(types)))
         for i in range(1, len(layers)):  # each node at its nearest layer, so parents step nearer
-            for v in layers[i].tolist():
-                if v not in found or found[v][2] % 16 > i - 1:
-                    found[v] = (relations[i - 1], types[i - 1], k * 16 + i - 1)
-    if not found:
+            nodes = layers[i]
+            better = nodes[nearest[nodes] > i - 1]
+            nearest[better] = i - 1
+            place[better] = k * 16 + i - 1
+    found = np.flatnonzero(place >= 0)
+    found = found[found != topic]
+    if len(found) == 0:
         return ()
-    member = {}
-
-    def back_layer(key: int) -> np.ndarray:
-        if key not in member:
-            member[key] = layers_of[key // 16][key % 16]
-        return member[key]
 
     def make_parent(score: np.ndarray) -> Callable[[int], int]:
         def parent(v: int) -> int:
-            relation, node_type, key = found[v]
-            nbrs, _ = graph.neighbors(v, relation=relation, node_type=node_type)
-            back = back_layer(key)
+            key = int(place[v])
+            relations, types = steps[key // 16]
+            layer = key % 16
+            nbrs, _ = graph.neighbors(v, relation=relations[layer], node_type=types[layer])
+            back = layers_of[key // 16][layer]
             nbrs = np.unique(nbrs[np.isin(nbrs, back)])
             return int(nbrs[np.argmax(score[nbrs])])
 
         return parent
 
-    return np.fromiter(found, dtype=np.int64, count=len(found)), make_parent
+    return found, make_parent
 
 
 class ConnectedPicker:
