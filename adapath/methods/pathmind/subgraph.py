@@ -17,7 +17,8 @@ neighbourhood is cut to ``budget`` nodes. Three ways to choose them (``mode``):
   meta-path), then the ``question`` ranking tops the budget up.
 
 Topics are always kept. ``prior`` records the order in which nodes were taken (1 for the
-first, falling to 0): what the cut knew about each node. How often the answer survives the
+first, falling to 0; a walk's end and a ranked candidate come before the parents taken to
+connect them): what the cut knew about each node. How often the answer survives the
 bound is reported by the trainer and the benchmark.
 
 Half-edges are stored grouped by source as int32 (a subgraph of 400 nodes carries 10^4-10^5
@@ -266,7 +267,7 @@ class ConnectedPicker:
         new = [int(v) for v in path if int(v) not in self.kept]
         if len(self.kept) + len(set(new)) > self.budget:
             return False
-        for v in path:
+        for v in [path[-1], *path[:-1]]:  # the end first: it is what the walk was taken for
             self._take(int(v))
         return True
 
@@ -288,7 +289,7 @@ class ConnectedPicker:
                     break
                 chain.append(p)
             if len(self.kept) + len(chain) <= self.budget:
-                for u in reversed(chain):
+                for u in chain:  # the candidate first, then the parents that connect it
                     self._take(u)
                 misses = 0
             else:
