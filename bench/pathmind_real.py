@@ -127,7 +127,7 @@ def run(args) -> dict:
         prepare_embeddings(work, graph, encoder)
     levels = args.levels.split(",")
     budgets = [int(b) for b in args.budgets.split(",")]
-    modes = args.modes.split(",")
+    modes = [m for m in args.modes.split(",") if m]
     query_set = records_query_set(test)
     out = {"setup": {"scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "encoder": encoder.name,
                      "bank_records": len(bank_records), "train_records": len(train_records), "test_records": len(test),

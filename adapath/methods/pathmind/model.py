@@ -39,7 +39,7 @@ class PathMindNet(nn.Module):
         # the subgraph cut's order (1 first taken .. 0 last): into the node state, and straight
         # onto the priority logit (its gain learned)
         self.prior_proj = nn.Linear(1, hidden) if prior else None
-        self.prior_gain = nn.Parameter(torch.zeros(())) if prior else None
+        self.prior_gain = nn.Parameter(torch.tensor(4.0)) if prior else None  # the cut's order trusted at first
         self.type_embedding = nn.Embedding(num_types, hidden)
         self.text_proj = nn.Linear(text_dim, hidden, bias=False)
         self.query_proj = nn.Linear(query_dim, hidden)

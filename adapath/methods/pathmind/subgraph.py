@@ -17,7 +17,7 @@ neighbourhood is cut to ``budget`` nodes. Three ways to choose them (``mode``):
   meta-path), then the ``question`` ranking tops the budget up.
 
 Topics are always kept. ``prior`` records the order in which nodes were taken (1 for the
-first, falling to 0; a walk's end and a ranked candidate come before the parents taken to
+first, falling with the log of the rank to 0 for the last; a walk's end and a ranked candidate come before the parents taken to
 connect them): what the cut knew about each node. How often the answer survives the
 bound is reported by the trainer and the benchmark.
 
@@ -162,7 +162,8 @@ class SubgraphBuilder:
             key = key.astype(np.uint16)  # numpy sorts 16-bit keys by radix: linear time
         in_order = np.argsort(key, kind="stable")
         _, first = np.unique(taken, return_index=True)  # position each node was first taken at
-        prior = (1.0 - first / max(len(taken) - 1, 1)).astype(np.float32)
+        # log of the rank: the first few taken (the walks' ends, the best ranked) stand apart
+        prior = (1.0 - np.log1p(first) / np.log1p(max(len(taken) - 1, 1))).astype(np.float32)
         return QuerySubgraph(nodes, local_topics, src.astype(np.int32), dst.astype(np.int32), rel.astype(np.int32),
                              inner, in_order.astype(np.int32), prior)
 
