@@ -59,7 +59,7 @@ def survival(examples_by_level: dict, records) -> dict:
         row = {}
         for h in (1, 2, 3):
             kept = [len(e.local_answers) > 0 for e, hop in zip(examples, hops) if hop == h]
-            row[h] = 100 * float(np.mean(kept)) if kept else float("nan")
+            row[str(h)] = 100 * float(np.mean(kept)) if kept else float("nan")
         row["all"] = 100 * float(np.mean([len(e.local_answers) > 0 for e in examples]))
         table[level] = row
     return table
@@ -218,8 +218,9 @@ def print_tables(out: dict) -> None:
     print("| mode @ budget | 1-hop | 2-hop | 3-hop | all | ms/q |")
     print("|---|---:|---:|---:|---:|---:|")
     for key, table in out["survival"].items():
-        hop = {h: np.nanmean([table[lv][h] for lv in table]) for h in (1, 2, 3, "all")}
-        print(f"| {key} | {hop[1]:.1f} | {hop[2]:.1f} | {hop[3]:.1f} | {hop['all']:.1f} | {out['build_seconds'][key]:.0f} |")
+        hop = {h: np.nanmean([table[lv][h] for lv in table]) for h in ("1", "2", "3", "all")}
+        print(f"| {key} | {hop['1']:.1f} | {hop['2']:.1f} | {hop['3']:.1f} | {hop['all']:.1f} | "
+              f"{out['build_seconds'][key]:.0f} |")
     rows = {f"pathmind {m}": v for m, v in out["pathmind"].items()}
     rows.update({f"adapath {m}": v for m, v in out["adapath"].items()})
     if rows:
