@@ -327,8 +327,8 @@ def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extr
 
 
 def test_failed_training_leaves_no_model_directory(cli_setup, tmp_path, capsys):
-    # a budget of 1 keeps almost no answer in its subgraph: too few questions to train on
-    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--budget", "1"), capsys)
+    # a budget of 1 cut by the uniform PPR keeps almost no answer: too few questions to train on
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--budget", "1", "--subgraph", "ppr"), capsys)
     assert code == 2 and err.strip().splitlines()[-1].startswith("adapath: error: too few training questions")
     assert list(tmp_path.iterdir()) == []
 

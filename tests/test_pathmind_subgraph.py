@@ -141,7 +141,7 @@ def test_train_refuses_a_metapath_cut_without_a_bank_in_one_line(tmp_path, capsy
     assert code == 2 and err.strip() == ("adapath: error: --subgraph metapath needs a Path-Bank (--bank); "
                                          "or choose --subgraph question")
     code, _, err = run_cli([*base, "--subgraph", "bfs"], capsys)
-    assert code == 2 and err.strip() == "adapath: error: --subgraph 'bfs': choose ppr, question, metapath"
+    assert code == 2 and err.strip() == "adapath: error: --subgraph 'bfs': choose ppr, question, metapath or auto"
     assert not (tmp_path / "m").exists()
 
 

@@ -54,8 +54,9 @@ def pathmind_train(
     seed: int = typer.Option(0, "--seed", help="Seed of the split, the shuffling and the initial weights."),
     force: bool = typer.Option(False, "--force", help="Replace an existing model directory."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
-    subgraph: str = typer.Option(TrainConfig.subgraph, "--subgraph", help="How the subgraph budget is cut: ppr, "
-                                 "question or metapath (the Path-Bank's typed walks first; needs --bank)."),
+    subgraph: str = typer.Option("auto", "--subgraph", help="How the subgraph budget is cut: ppr, question, "
+                                 "metapath (the Path-Bank's typed walks first; needs --bank) or auto (metapath "
+                                 "with --bank, else question)."),
     bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (subgraph metapath)."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
@@ -66,8 +67,13 @@ def pathmind_train(
     check_train_options(level, epochs, budget, hops, batch, threads)
     from adapath.methods.pathmind.subgraph import MODES
 
-    if subgraph not in MODES:
-        raise InputError(f"--subgraph {subgraph!r}: choose {', '.join(MODES)}")
+    if subgraph not in (*MODES, "auto"):
+        raise InputError(f"--subgraph {subgraph!r}: choose {', '.join(MODES)} or auto")
+    if subgraph == "auto":
+        subgraph = "metapath" if bank is not None else "question"
+        if bank is None:
+            say("no --bank: the subgraph is cut by the question's PPR (--subgraph question); "
+                "pass --bank for the meta-path cut, which measures best")
     if subgraph == "metapath" and bank is None:
         raise InputError("--subgraph metapath needs a Path-Bank (--bank); or choose --subgraph question")
     if out.exists() and not force:
