@@ -101,6 +101,25 @@ def test_checkpoint_round_trip(trained, tmp_path):
     assert json.loads((tmp_path / "m" / "config.json").read_text())["format"] == "adapath-pathmind"
 
 
+def test_metapath_cut_without_a_bank_is_one_line_and_old_models_keep_their_cut(trained, tmp_path):
+    from adapath.errors import InputError
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+
+    graph, _, _, _, model, config, _, history = trained
+    save_checkpoint(model, config, graph, tmp_path / "m", history)
+    spec = get_method("pathmind")
+    context = MethodContext(graph, model=tmp_path / "m", params=spec.resolve_params({"subgraph": "metapath"}))
+    with pytest.raises(InputError, match=r"^subgraph=metapath needs a Path-Bank \(--bank\)"):
+        spec.make(context)
+    # a model saved before the cut was a setting loads with the uniform-PPR cut and no prior
+    meta = json.loads((tmp_path / "m" / "config.json").read_text())
+    del meta["train"]["subgraph"], meta["train"]["prior"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
+    _, old = load_checkpoint(tmp_path / "m")
+    assert old.subgraph == "ppr" and old.prior is False
+
+
 def test_single_call_reasoning_and_ablations(trained):
     graph, records, encoder, _, model, config, _, _ = trained
     queries = [query_from_record(r, "explicit") for r in records[110:118]]
