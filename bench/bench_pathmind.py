@@ -18,6 +18,12 @@ scale 0.2, budget 400, one torch thread, load ~6: 250 / 500 / 1,000 questions to
 questions took 592 s at load ~11. The old code path is not kept here.
 
 Table 2 (per scale): training on ``--train`` questions, inference and quality on ``--test``.
+
+``--real``: PathMind on the real BioStrat-QA dev halves, per subgraph mode, beside AdaPath's
+beam and walk (``bench/pathmind_real.py``):
+
+    python bench/bench_pathmind.py --real [--scale 1.0] [--encoder hashing] [--modes ppr,question,metapath]
+        [--budgets 400,1000,2000] [--budget 400] [--quality-epochs 4] [--limit N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -169,7 +176,29 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads.")
     parser.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
     parser.add_argument("--json", default=None, help="Also write the rows to this JSON file.")
+    real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (bench/pathmind_real.py)")
+    real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
+    real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
+    real.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "real-records",
+                      help="Graph, bank, embeddings and reports, shared with bench_real_records.py.")
+    real.add_argument("--scale", type=float, default=1.0, help="Graph scale of the planted graph.")
+    real.add_argument("--modes", default="ppr,question,metapath", help="Subgraph modes measured.")
+    real.add_argument("--train-modes", default="ppr,question,metapath", help="Modes PathMind is trained and scored in.")
+    real.add_argument("--time-mode", default="metapath", help="Mode of the one-epoch timing per budget.")
+    real.add_argument("--budgets", default="400,1000,2000", help="Budgets of the survival and timing tables.")
+    real.add_argument("--batch", type=int, default=8, help="Questions per training step.")
+    real.add_argument("--levels", default="explicit,implicit,bare")
+    real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside.")
+    real.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0: all).")
+    real.add_argument("--train-limit", type=int, default=0, help="Training records, evenly spaced (0: all).")
     args = parser.parse_args()
+    if args.real:
+        import pathmind_real
+
+        args.json = Path(args.json) if args.json else None
+        args.epochs = args.quality_epochs
+        pathmind_real.print_tables(pathmind_real.run(args))
+        return
     time_rows = time_epochs(args) if args.questions else []
     quality_rows = [quality(float(s), args) for s in args.scales.split(",")] if args.scales else []
     print_time_table(time_rows, args)

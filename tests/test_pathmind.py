@@ -101,6 +101,25 @@ def test_checkpoint_round_trip(trained, tmp_path):
     assert json.loads((tmp_path / "m" / "config.json").read_text())["format"] == "adapath-pathmind"
 
 
+def test_metapath_cut_without_a_bank_is_one_line_and_old_models_keep_their_cut(trained, tmp_path):
+    from adapath.errors import InputError
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+
+    graph, _, _, _, model, config, _, history = trained
+    save_checkpoint(model, config, graph, tmp_path / "m", history)
+    spec = get_method("pathmind")
+    context = MethodContext(graph, model=tmp_path / "m", params=spec.resolve_params({"subgraph": "metapath"}))
+    with pytest.raises(InputError, match=r"^subgraph=metapath needs a Path-Bank \(--bank\)"):
+        spec.make(context)
+    # a model saved before the cut was a setting loads with the uniform-PPR cut and no prior
+    meta = json.loads((tmp_path / "m" / "config.json").read_text())
+    del meta["train"]["subgraph"], meta["train"]["prior"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
+    _, old = load_checkpoint(tmp_path / "m")
+    assert old.subgraph == "ppr" and old.prior is False
+
+
 def test_single_call_reasoning_and_ablations(trained):
     graph, records, encoder, _, model, config, _, _ = trained
     queries = [query_from_record(r, "explicit") for r in records[110:118]]
@@ -327,8 +346,8 @@ def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extr
 
 
 def test_failed_training_leaves_no_model_directory(cli_setup, tmp_path, capsys):
-    # a budget of 1 keeps almost no answer in its subgraph: too few questions to train on
-    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--budget", "1"), capsys)
+    # a budget of 1 cut by the uniform PPR keeps almost no answer: too few questions to train on
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--budget", "1", "--subgraph", "ppr"), capsys)
     assert code == 2 and err.strip().splitlines()[-1].startswith("adapath: error: too few training questions")
     assert list(tmp_path.iterdir()) == []
 

@@ -54,6 +54,10 @@ def pathmind_train(
     seed: int = typer.Option(0, "--seed", help="Seed of the split, the shuffling and the initial weights."),
     force: bool = typer.Option(False, "--force", help="Replace an existing model directory."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
+    subgraph: str = typer.Option("auto", "--subgraph", help="How the subgraph budget is cut: ppr, question, "
+                                 "metapath (the Path-Bank's typed walks first; needs --bank) or auto (metapath "
+                                 "with --bank, else question)."),
+    bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (subgraph metapath)."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -61,6 +65,17 @@ def pathmind_train(
     seconds in a log. The model directory appears only when training has finished.
     """
     check_train_options(level, epochs, budget, hops, batch, threads)
+    from adapath.methods.pathmind.subgraph import MODES
+
+    if subgraph not in (*MODES, "auto"):
+        raise InputError(f"--subgraph {subgraph!r}: choose {', '.join(MODES)} or auto")
+    if subgraph == "auto":
+        subgraph = "metapath" if bank is not None else "question"
+        if bank is None:
+            say("no --bank: the subgraph is cut by the question's PPR (--subgraph question); "
+                "pass --bank for the meta-path cut, which measures best")
+    if subgraph == "metapath" and bank is None:
+        raise InputError("--subgraph metapath needs a Path-Bank (--bank); or choose --subgraph question")
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
     use_cache_dir(cache_dir)
@@ -74,9 +89,11 @@ def pathmind_train(
     torch.set_num_threads(threads)
     graph = KnowledgeGraph.load(kg)
     records = load_records(parse_spec(queries))
-    config = TrainConfig(epochs=epochs, budget=budget, hops=hops, seed=seed, encoder=encoder, batch=batch)
+    config = TrainConfig(epochs=epochs, budget=budget, hops=hops, seed=seed, encoder=encoder, batch=batch,
+                         subgraph=subgraph)
     encoder_model = make_encoder(encoder)
-    examples = make_examples(graph, records, encoder_model, level, hops=hops, budget=budget, progress=True)
+    examples = make_examples(graph, records, encoder_model, level, hops=hops, budget=budget, progress=True,
+                             subgraph=subgraph, graph_dir=kg, bank=bank)
     survive = sum(bool(len(e.local_answers)) for e in examples) / max(len(examples), 1)
     say(f"{len(examples)} questions; the answer survives the subgraph bound in {100 * survive:.1f}%")
     nodes = NodeEmbeddings(graph, encoder_model, kg)

@@ -31,7 +31,7 @@ from adapath.llm.parse import parse_choice, parse_control, read_answer, read_opt
 from adapath.methods.answer_type import combine
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
-from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
+from adapath.methods.walk_scorer import WalkConfig, WalkOutcome, WalkQuery, WalkScorer
 from adapath.retrieval.bm25 import GraphText, minmax_columns
 from adapath.retrieval.dense import NodeEmbeddings
 
@@ -278,7 +278,15 @@ class AdaPath:
         return meet
 
     # ------------------------------------------------------------------ the walk scorer
-    def _walk_answers(self, queries, plans, embeddings, usages):
+    def walk_outcomes(self, queries: list[Query]) -> tuple[list[Plan], dict[int, WalkOutcome]]:
+        """Retrieval, control and the walk scorer without answering: each query's plan, and
+        the walk outcome of each query (by position) that kept a meta-path. What other
+        methods take from the Path-Bank (PathMind's meta-path subgraph)."""
+        embeddings = self.encoder.encode([q.text for q in queries])
+        plans = self._plans(queries, embeddings, [Usage() for _ in queries])
+        return plans, self._walk_outcomes(queries, plans, embeddings)
+
+    def _walk_outcomes(self, queries, plans, embeddings) -> dict[int, WalkOutcome]:
         g, c = self.graph, self.config
         walked = [j for j, plan in enumerate(plans) if plan.surviving]
         outcomes = {}
@@ -307,6 +315,11 @@ class AdaPath:
             bm25 = minmax_columns(self.text.nodes.scores([queries[j].text for j in walked]))
             for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked])):
                 outcomes[j] = outcome
+        return outcomes
+
+    def _walk_answers(self, queries, plans, embeddings, usages):
+        g = self.graph
+        outcomes = self._walk_outcomes(queries, plans, embeddings)
         # a query without a surviving meta-path takes the free BFS of the beam
         free = [j for j in range(len(queries)) if j not in outcomes]
         beam_results, beam_explored, asks = {}, {}, []

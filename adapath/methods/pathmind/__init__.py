@@ -18,15 +18,22 @@ def _build(context: MethodContext):
     if mode not in MODES:
         raise InputError(f"--prioritize {mode!r}: choose {', '.join(MODES)}")
     net, train_config = load_checkpoint(context.model)
+    subgraph = context.params.get("subgraph", "") or train_config.subgraph
+    if subgraph == "metapath" and context.bank is None:
+        raise InputError("subgraph=metapath needs a Path-Bank (--bank); or pass --param subgraph=question")
+    train_config.subgraph = subgraph
     return PathMind(context.graph, net, train_config, make_encoder(train_config.encoder), context.llm,
-                    graph_dir=context.graph_dir, mode=mode, k=context.params.get("k", 3))
+                    graph_dir=context.graph_dir, mode=mode, k=context.params.get("k", 3), bank=context.bank)
 
 
 METHODS = [MethodSpec(
     "pathmind", "a learned A*-like path priority picks top-K entities; one LLM call reasons over their paths",
     "PathMind (Retrieve-Prioritize-Reason)", _build, llm="optional", needs=("model",),
     params=(Param("prioritize", "model", "model, or the ablations shortest and random"),
-            Param("k", 3, "entities selected")),
+            Param("k", 3, "entities selected"),
+            Param("subgraph", "", "how the query subgraph's node budget is cut: ppr (uniform PPR), question "
+                  "(PPR under the question's Eq. 1 weights, whole paths from the topic) or metapath (the "
+                  "Path-Bank's typed walks first, needs --bank); empty: as the model was trained")),
     deviations=(
         "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: "
         "nearest entities, unit-cost shortest paths) and prioritize=random (seeded random entities)",

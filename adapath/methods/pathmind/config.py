@@ -18,3 +18,5 @@ class TrainConfig:
     seed: int = 0
     encoder: str = "hashing"
     batch: int = 1  # questions per optimizer step, put through the network as one graph
+    subgraph: str = "ppr"  # how the budget is cut: ppr, question or metapath (pathmind.subgraph)
+    prior: bool = True  # question / metapath cuts: the network sees each node's order in the cut

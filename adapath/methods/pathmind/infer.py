@@ -22,8 +22,13 @@ from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import read_answer, read_option
 from adapath.methods.base import Result
-from adapath.methods.pathmind.subgraph import SubgraphBuilder
-from adapath.methods.pathmind.train import Example, Featurizer, TrainConfig
+from adapath.methods.pathmind.train import (
+    Example,
+    Featurizer,
+    TrainConfig,
+    make_builder,
+    make_guide,
+)
 from adapath.retrieval.dense import NodeEmbeddings
 
 MODES = ("model", "shortest", "random")
@@ -33,17 +38,20 @@ class PathMind:
     name = "pathmind"
 
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
-                 k: int = 3, mode: str = "model", seed: int = 0, max_prompt_tokens: int = 2048):
+                 k: int = 3, mode: str = "model", seed: int = 0, max_prompt_tokens: int = 2048, bank=None):
+        """The query subgraph is cut as ``config.subgraph`` says (the ``metapath`` cut needs ``bank``)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
         self.k, self.mode, self.seed, self.max_prompt_tokens = k, mode, seed, max_prompt_tokens
-        self.builder = SubgraphBuilder(graph, hops=config.hops, budget=config.budget)
+        self.builder = make_builder(graph, config.hops, config.budget, config.subgraph, graph_dir)
+        self.guide = make_guide(graph, config.subgraph, bank, encoder, graph_dir)
         self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
         self.featurize = Featurizer(graph, self.nodes)
 
     def examples(self, queries) -> list[Example]:
         topics = [self.graph.index_of(q.topic_ids).tolist() for q in queries]
         vectors = self.encoder.encode([q.text for q in queries])
-        subgraphs = self.builder.build_many(topics)
+        guides = self.guide.guides(queries) if self.guide is not None else None
+        subgraphs = self.builder.build_many(topics, [q.text for q in queries], guides)
         return [Example(q.id, q.text, t, [], s, v) for q, t, s, v in zip(queries, topics, subgraphs, vectors)]
 
     def prioritize(self, example: Example) -> tuple[np.ndarray, np.ndarray]:

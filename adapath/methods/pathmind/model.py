@@ -31,10 +31,15 @@ BIG = 1e4
 
 class PathMindNet(nn.Module):
     def __init__(self, num_types: int, num_relations: int, query_dim: int, text_dim: int,
-                 hidden: int = 32, layers: int = 3, rounds: int = 3, tau: float = 0.5):
+                 hidden: int = 32, layers: int = 3, rounds: int = 3, tau: float = 0.5, prior: bool = False):
         super().__init__()
         self.config = {"num_types": num_types, "num_relations": num_relations, "query_dim": query_dim,
-                       "text_dim": text_dim, "hidden": hidden, "layers": layers, "rounds": rounds, "tau": tau}
+                       "text_dim": text_dim, "hidden": hidden, "layers": layers, "rounds": rounds, "tau": tau,
+                       "prior": prior}
+        # the subgraph cut's order (1 first taken .. 0 last): into the node state, and straight
+        # onto the priority logit (its gain learned)
+        self.prior_proj = nn.Linear(1, hidden) if prior else None
+        self.prior_gain = nn.Parameter(torch.tensor(4.0)) if prior else None  # the cut's order trusted at first
         self.type_embedding = nn.Embedding(num_types, hidden)
         self.text_proj = nn.Linear(text_dim, hidden, bias=False)
         self.query_proj = nn.Linear(query_dim, hidden)
@@ -50,7 +55,7 @@ class PathMindNet(nn.Module):
     def half_edges(self, src, dst, rel, n, in_order=None) -> HalfEdges:
         return HalfEdges(src, dst, rel, n, self.num_relations, in_order)
 
-    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None):
+    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None):
         """Node representations h (N x hidden) and the projected query q' (hidden; B x hidden batched).
 
         One subgraph (``query`` of shape D) or B disjoint subgraphs in one graph (``query`` B x D,
@@ -61,6 +66,8 @@ class PathMindNet(nn.Module):
         node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
         q = self.query_proj(query.reshape(-1, query.shape[-1]))
         h0 = self.type_embedding(node_type) + self.text_proj(text)
+        if self.prior_proj is not None and prior is not None:
+            h0 = h0 + self.prior_proj(prior[:, None])
         h0 = h0.index_add(0, topics, q.index_select(0, node_graph.index_select(0, topics)))
         # each node's relation vectors (from its subgraph's query): N x R x hidden
         relation_vectors = self.relation_query(q).view(-1, self.num_relations, self.hidden).index_select(0, node_graph)
@@ -92,17 +99,18 @@ class PathMindNet(nn.Module):
         return soft_min_relax(cost, start, edges, self.rounds, self.tau)
 
     # ---------------------------------------------------------------- forward
-    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None):
+    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None):
         """(priority logits N, edge costs E, cumulative cost N).
 
         Batched when ``query`` is B x D and ``node_graph`` gives each node's subgraph (0..B-1):
         the subgraphs are disjoint, so every output equals that of the subgraph alone.
         ``edges`` (:meth:`half_edges`) may be built once and passed to save rebuilding it.
+        ``prior``: per node, the subgraph cut's order (used by a network built with ``prior``).
         """
         n = node_type.shape[0]
         edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
         node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
-        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges)
+        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges, prior)
         q = q.reshape(-1, self.hidden)
         weight = self.triple_weight(h, q, src, rel, dst, node_graph, edges)
         cost = F.softplus(-weight)
@@ -110,4 +118,6 @@ class PathMindNet(nn.Module):
         d_in = torch.clamp(d, max=50.0)[:, None]
         future = F.softplus(self.future(torch.cat([h, q.index_select(0, node_graph), d_in], dim=-1)))
         logits = self.priority(d_in + future).squeeze(-1)
+        if self.prior_gain is not None and prior is not None:
+            logits = logits + self.prior_gain * prior
         return logits, cost, d
