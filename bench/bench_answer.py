@@ -96,12 +96,12 @@ def main() -> None:
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine import traverse
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
     from adapath.methods import walk_scorer
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.retrieval.dense import make_encoder
+    from adapath.sources.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_answer_"))
     work.mkdir(parents=True, exist_ok=True)

@@ -328,7 +328,7 @@ def main() -> None:
     from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_bank_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -423,7 +423,7 @@ def scale_curve(args, work):
     from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     rows = {}
     print(f"scale curve: {args.curve_queries} generated queries per scale, batch {args.batch}, "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 STAGES = {
     "generate": (
-        "from adapath.engine.synthetic import generate\n"
+        "from adapath.sources.synthetic import generate\n"
         "generate(scale={scale}, seed=0).save(r'{work}/synth', overwrite=True)\n"
     ),
     "write kg.csv": (
@@ -30,7 +30,7 @@ STAGES = {
         "write_primekg_csv(KnowledgeGraph.load(r'{work}/synth'), r'{work}/kg.csv')\n"
     ),
     "import kg.csv": (
-        "from adapath.engine.loaders import load_primekg\n"
+        "from adapath.sources.primekg import load_primekg\n"
         "load_primekg(r'{work}/kg.csv').save(r'{work}/imported', overwrite=True)\n"
     ),
     "load (mmap)": (
@@ -75,7 +75,7 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
 
 
 def _columns():
-    from adapath.engine.loaders import PRIMEKG_COLUMNS
+    from adapath.sources.primekg import PRIMEKG_COLUMNS
 
     return PRIMEKG_COLUMNS
 

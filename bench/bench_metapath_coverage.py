@@ -51,7 +51,7 @@ def main() -> None:
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.executors.local import LocalExecutor
     from adapath.datasets.biostrat import load_records, training_queries
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     records = load_records(args.records_file)
     graph = generate(scale=args.scale, seed=args.seed, evidence=[args.records_file])

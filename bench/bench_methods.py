@@ -294,9 +294,9 @@ def main() -> None:
     from adapath.datasets.biostrat import query_from_record, records_query_set
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
     from adapath.llm import make_backend
     from adapath.methods.registry import all_methods
+    from adapath.sources.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_methods_"))
     kg = work / "kg"

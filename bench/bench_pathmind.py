@@ -41,9 +41,9 @@ def time_epochs(args) -> list[dict]:
     import torch
 
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.synthetic import generate
     from adapath.methods.pathmind.train import Featurizer, TrainConfig, make_examples, train
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.sources.synthetic import generate
 
     torch.set_num_threads(args.threads)
     counts = sorted(int(n) for n in args.questions.split(","))
@@ -80,7 +80,6 @@ def quality(scale, args) -> dict:
 
     from adapath.datasets.biostrat import query_from_record
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.synthetic import generate
     from adapath.llm import ScriptedBackend
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.train import (
@@ -92,6 +91,7 @@ def quality(scale, args) -> dict:
         train,
     )
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.sources.synthetic import generate
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)

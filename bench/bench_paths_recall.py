@@ -31,7 +31,7 @@ def main() -> None:
 
     from adapath.bank.build import BankConfig, build_bank
     from adapath.datasets.biostrat import training_queries
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     graph = generate(scale=args.scale, seed=0, evidence=[args.records_file])
     records = [json.loads(x) for x in open(args.records_file)]

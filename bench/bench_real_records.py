@@ -95,7 +95,7 @@ def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "
     """planted: every record in a generated graph; base: the same on the real base graph;
     base+competitors: and related rivals along every record's meta-path."""
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
                                                                    digest_size=12).hexdigest(),

@@ -86,7 +86,7 @@ TIMING_JS = """(() => {
 def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
     from adapath.datasets.biostrat import records_query_set
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
     from adapath.view import write_question_page
     from adapath.view.headless import Browser
 

@@ -78,7 +78,7 @@ class Context:
     @property
     def graph(self):
         if self._graph is None:
-            from adapath.engine.synthetic import generate
+            from adapath.sources.synthetic import generate
 
             self._graph = generate(scale=self.args.scale, seed=0)
             self._graph.save(self.work / "kg")
@@ -90,7 +90,7 @@ class Context:
             from adapath.bank.build import BankConfig, build_bank
             from adapath.datasets.biostrat import training_queries
             from adapath.datasets.generate import QueryGenerator
-            from adapath.engine.synthetic import generate
+            from adapath.sources.synthetic import generate
 
             graph = generate(scale=0.02, seed=21)
             graph.save(self.work / "small-kg")
@@ -223,7 +223,7 @@ def part_vllm(ctx: Context) -> str:
     note = ""
     folder = ctx.work / "tiny-llama"
     if importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None:
-        from adapath.engine.synthetic import generate
+        from adapath.sources.synthetic import generate
 
         small = generate(scale=0.005, seed=1)
         texts = [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)]

@@ -14,10 +14,10 @@ from adapath.datasets.biostrat import query_from_record, training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
 from adapath.methods.adapath import AdaPath, AdaPathConfig
 from adapath.retrieval.dense import HashingEncoder
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 GOLD_FIELDS = ("triplets", "path_node_ids", "answer_entity", "valid_answer_ids", "node_metadata",

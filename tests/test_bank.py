@@ -20,7 +20,7 @@ from adapath.bank.info import bank_info
 from adapath.datasets.biostrat import training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 

@@ -24,7 +24,7 @@ from adapath.bank.executors.local import LocalExecutor
 from adapath.datasets.biostrat import training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
+from adapath.sources.synthetic import generate
 
 ray = pytest.importorskip("ray")
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
 from adapath.retrieval.dense import HashingEncoder
 from adapath.sources.competitors import answer_pool, plant_competitors, pool_difficulty
 from adapath.sources.hpo import load_hpo
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 EXCERPT = Path(__file__).parent / "data" / "hpo_excerpt"

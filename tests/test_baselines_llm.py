@@ -11,7 +11,6 @@ import pytest
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
 from adapath.errors import InputError
 from adapath.llm import ScriptedBackend
 from adapath.llm.base import count_tokens
@@ -20,6 +19,7 @@ from adapath.methods.llm_only import majority, vote_key
 from adapath.methods.registry import all_methods
 from adapath.methods.run import answer_all
 from adapath.retrieval.dense import HashingEncoder
+from adapath.sources.synthetic import generate
 
 OURS = ("io", "cot", "sc", "cok", "cok-facts", "kgarevion")
 EXTRACT = {"medical entities named": '{"medical_terminologies": ["aspirin"]}'}

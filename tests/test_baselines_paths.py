@@ -10,12 +10,12 @@ import pytest
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend, prompts
 from adapath.methods import _search as s
 from adapath.methods.base import MethodContext, Query, Result
 from adapath.methods.registry import get_method
 from adapath.retrieval.dense import HashingEncoder
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 METHODS = ("structgpt", "tog", "tog2", "pog")

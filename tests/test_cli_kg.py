@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from adapath.engine.loaders import PRIMEKG_COLUMNS
+from adapath.sources.primekg import PRIMEKG_COLUMNS
 from tests.conftest import run_cli
 
 GOOD_ROW = ["indication", "indication", "0", "DB1", "drug", "Drugol", "DrugBank",
@@ -142,8 +142,8 @@ def test_outputs_follow_the_umask(tmp_path, capsys):
 
 
 def test_json_error_names_the_column(tmp_path):
-    from adapath.engine.loaders import iter_jsonl
     from adapath.errors import InputError
+    from adapath.jsonl import iter_jsonl
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"ok": 1}\n{"text": "a\tb"}\n')

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from adapath.datasets.construct import BuildConfig, _rewrite, build_dataset
-from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from adapath.datasets.generate import QueryGenerator
 from adapath.datasets.templates import load_templates
-from adapath.engine.synthetic import generate
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 

@@ -10,11 +10,11 @@ import pytest
 from adapath.datasets.biostrat import records_query_set
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
 from adapath.engine.traverse import WalkChecker
 from adapath.eval import scoring
 from adapath.eval.report import build_report
 from adapath.methods.base import Result
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 from tests.helpers import RELS, TYPES, random_graph
 

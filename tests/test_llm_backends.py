@@ -39,7 +39,7 @@ def test_a_model_that_fails_to_load_is_one_line(tmp_path):
 
 
 def test_answer_with_a_missing_model_exits_2_and_writes_nothing(tmp_path, capsys):
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     generate(scale=0.01, seed=3).save(tmp_path / "kg")
     questions = tmp_path / "q.jsonl"

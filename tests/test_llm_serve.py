@@ -18,7 +18,6 @@ from adapath.bank.build import BankConfig, build_bank
 from adapath.datasets.biostrat import query_from_record, training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.synthetic import generate
 from adapath.llm import GenerationParams, ScriptedBackend
 from adapath.llm.base import count_tokens
 from adapath.llm.openai_http import OpenAIHTTPBackend
@@ -26,6 +25,7 @@ from adapath.llm.serve import make_server
 from adapath.methods.base import MethodContext
 from adapath.methods.registry import all_methods, get_method
 from adapath.methods.run import answer_all, load_results
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,13 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapath.engine.loaders import (
-    PRIMEKG_COLUMNS,
-    load_biostrat,
-    load_edges,
-    load_hetionet,
-    load_primekg,
-)
+from adapath.sources.biostrat import load_biostrat
+from adapath.sources.edges import load_edges
+from adapath.sources.hetionet import load_hetionet
+from adapath.sources.primekg import PRIMEKG_COLUMNS, load_primekg
 
 # Hand-written relationships in PrimeKG's format; kg.csv lists each in both directions.
 RELATIONSHIPS = [

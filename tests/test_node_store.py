@@ -238,7 +238,7 @@ def test_unwritable_explicit_cache_dir_is_a_clear_error(tmp_path):
 
 
 def test_kg_embed_cli(tmp_path, capsys, monkeypatch):
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     monkeypatch.setenv("ADAPATH_PROGRESS_INTERVAL", "0")  # a log line per chunk
 
@@ -275,8 +275,8 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
     from adapath.methods.adapath import AdaPath
+    from adapath.sources.synthetic import generate
 
     generate(scale=0.02, seed=21).save(tmp_path / "on-demand")
     shutil.copytree(tmp_path / "on-demand", tmp_path / "precomputed")
@@ -312,8 +312,8 @@ def test_cache_dir_flag_serves_a_read_only_graph(tmp_path, capsys, monkeypatch):
 
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
     from adapath.retrieval.cache_dir import ENV
+    from adapath.sources.synthetic import generate
     from tests.conftest import run_cli
 
     monkeypatch.setenv(ENV, "")  # restored after the test: --cache-dir sets it for the run

@@ -10,7 +10,6 @@ import torch
 
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
-from adapath.engine.synthetic import generate
 from adapath.llm import ScriptedBackend
 from adapath.methods.pathmind.halfedges import HalfEdges
 from adapath.methods.pathmind.infer import PathMind
@@ -28,6 +27,7 @@ from adapath.methods.pathmind.train import (
     train,
 )
 from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 # a hand-made graph: 0 -r0- 1 -r1- 2 -r0- 3, and 0 -r2- 3 (both directions listed)

@@ -123,7 +123,7 @@ def test_certified_bank_registers_the_exact_banks_paths(tmp_path):
     from adapath.bank.store import BankStore
     from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     graph = generate(scale=0.01, seed=5)
     queries = training_queries(QueryGenerator(graph).generate(8, seed=3))

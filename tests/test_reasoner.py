@@ -19,7 +19,7 @@ def tiny(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pathmind_setup(tmp_path_factory):
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.synthetic import generate
+    from adapath.sources.synthetic import generate
 
     root = tmp_path_factory.mktemp("pm")
     graph = generate(scale=0.02, seed=6)

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from adapath.datasets.biostrat import gold_metapath, records_query_set
-from adapath.engine.loaders import load_biostrat
 from adapath.eval.report import write_report
 from adapath.methods.base import Result
+from adapath.sources.biostrat import load_biostrat
 from tests.conftest import run_cli
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from adapath.engine.synthetic import generate
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 from tests.test_eval_report import RECORDS, alpha_lines, graph  # noqa: F401 - the hand-built graph fixture
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from adapath.engine.schema import PRIMEKG_NODE_COUNTS, PRIMEKG_RELATIONS
-from adapath.engine.synthetic import generate
+from adapath.sources.synthetic import generate
 
 SCALE = 0.05
 

@@ -8,9 +8,9 @@ import pytest
 from adapath.datasets.generate import QueryGenerator
 from adapath.datasets.templates import template_by_id
 from adapath.datasets.topics import TopicExtractor
-from adapath.engine.synthetic import generate
 from adapath.retrieval.bm25 import GraphText
 from adapath.retrieval.dense import HashingEncoder
+from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
 

@@ -552,7 +552,7 @@ def test_browser_bank_page(browser, bank, world, tmp_path):
 def test_browser_real_biostrat_records(browser, dev_jsonl, tmp_path):
     """Real BioStrat-QA names (evidence graph of the dev set); each result returns the gold path."""
     from adapath.datasets.biostrat import load_records
-    from adapath.engine.loaders import load_biostrat
+    from adapath.sources.biostrat import load_biostrat
     from adapath.view import write_question_page
 
     records = load_records(dev_jsonl)[:40]

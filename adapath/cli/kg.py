@@ -37,8 +37,8 @@ def kg_synth(
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.engine.synthetic import generate
     from adapath.errors import InputError
+    from adapath.sources.synthetic import generate
 
     if competitors and not evidence:
         raise InputError("--competitors needs --evidence FILE (competitors are planted per record)")
@@ -123,7 +123,7 @@ def import_primekg(
     """Import PrimeKG's kg.csv (streamed; x_index/y_index stay the node ids)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from adapath.engine.loaders import load_primekg
+    from adapath.sources.primekg import load_primekg
 
     start = time.perf_counter()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -141,7 +141,7 @@ def import_hetionet(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import Hetionet v1.0 JSON."""
-    from adapath.engine.loaders import load_hetionet
+    from adapath.sources.hetionet import load_hetionet
 
     start = time.perf_counter()
     _save_imported(load_hetionet(json_file), out, force, start)
@@ -156,7 +156,7 @@ def import_edges(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import a generic edges table and nodes table."""
-    from adapath.engine.loaders import load_edges
+    from adapath.sources.edges import load_edges
 
     start = time.perf_counter()
     _save_imported(load_edges(edges, nodes, allow_new_types=allow_new_types), out, force, start)
@@ -169,7 +169,7 @@ def import_biostrat(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import the evidence graph of BioStrat-QA records (their nodes and triplets only)."""
-    from adapath.engine.loaders import load_biostrat
+    from adapath.sources.biostrat import load_biostrat
 
     start = time.perf_counter()
     _save_imported(load_biostrat(records), out, force, start)

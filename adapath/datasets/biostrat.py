@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.bank.query import TrainingQuery
-from adapath.engine.loaders import iter_jsonl
 from adapath.errors import InputError
+from adapath.jsonl import iter_jsonl
 
 LEVELS = ("explicit", "implicit", "bare")
 REQUIRED = {

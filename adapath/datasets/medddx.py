@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapath.engine.loaders import iter_jsonl
 from adapath.errors import InputError
+from adapath.jsonl import iter_jsonl
 
 TIERS = ("Basic", "Intermediate", "Expert")
 

@@ -11,8 +11,8 @@ such a file can be answered but not evaluated.
 
 from __future__ import annotations
 
-from adapath.engine.loaders import iter_jsonl
 from adapath.errors import InputError
+from adapath.jsonl import iter_jsonl
 
 
 def load_query_set(path: str, spec: str):

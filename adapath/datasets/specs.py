@@ -127,7 +127,7 @@ def load_query_set(spec: str, topics: str | Path | None = None) -> QuerySet:
 
 def apply_topics(query_set: QuerySet, path: str | Path) -> None:
     """Give each item the topic ids that ``adapath dataset topics`` chose for it."""
-    from adapath.engine.loaders import iter_jsonl
+    from adapath.jsonl import iter_jsonl
 
     links = {}
     for lineno, row in iter_jsonl(path):

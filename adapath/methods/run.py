@@ -175,7 +175,7 @@ def run_queries(build: Callable[[], Method], queries: list[Query], out: str | Pa
 
 def load_results(path: str | Path) -> list[Result]:
     """Every result line of a file; a malformed line names the file and line."""
-    from adapath.engine.loaders import iter_jsonl
+    from adapath.jsonl import iter_jsonl
 
     out = []
     for lineno, obj in iter_jsonl(path):

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.loaders import iter_jsonl
 from adapath.engine.metapath import MetaPath
 from adapath.engine.schema import relation_description
 from adapath.engine.traverse import reach
 from adapath.errors import InputError
+from adapath.jsonl import iter_jsonl
 from adapath.retrieval.bm25 import TextIndex
 
 

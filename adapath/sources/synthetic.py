@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.engine.loaders import evidence_from_biostrat, iter_jsonl
 from adapath.engine.schema import (
     DISPLAY_RELATIONS,
     NODE_TYPES,
@@ -32,6 +31,8 @@ from adapath.engine.schema import (
     relation_description,
 )
 from adapath.errors import InputError
+from adapath.jsonl import iter_jsonl
+from adapath.sources.biostrat import evidence_from_biostrat
 
 HUB_SIGMA = 1.3  # log-normal spread of hub propensity; gives PrimeKG-like p99/max degrees
 RELATION_NOISE = 0.5  # per-relation log-normal noise on top of the shared propensity
