@@ -30,6 +30,7 @@ CASES = [
     ("paths", [[[100, 7, 101]]], "not [head_id, relation, tail_id]"),
     ("explored_edges", [[101, "associated with", 106]], "must be a mapping"),
     ("explored_edges", {"2": [[101, 106]]}, "not [head_id, relation, tail_id]"),
+    ("explored_edges", {"two": []}, "integer depths"),
     ("metapaths", "drug -[indication]- disease", "must be a list"),
     ("ranked_metapaths", [{"score": 1.0}], "is not {'metapath'"),
     ("control", ["disease", 2], "must be a mapping"),

@@ -125,6 +125,23 @@ def _check_metapaths(field_name: str, entries) -> None:
             raise ResultShapeError(field_name, f"entry {entry!r} is not {{'metapath': str, 'score': float}}")
 
 
+def _check_node_ids(field_name: str, ids, where: str) -> None:
+    if not isinstance(ids, list) or not all(_is_int(v) for v in ids):
+        raise ResultShapeError(field_name, f"{where}: must be a list of node ids (integers)")
+
+
+def _check_by_depth(obj: dict, field_name: str, shape: str, check_entry) -> None:
+    """A ``{depth: entry}`` field (explored nodes or edges): integer depths, each entry checked."""
+    value = obj.get(field_name)
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise ResultShapeError(field_name, f"must be a mapping {{depth: {shape}}}, got {type(value).__name__}")
+    for depth, entry in value.items():
+        _depth_key(field_name, depth)
+        check_entry(field_name, entry, f"depth {depth}")
+
+
 def check_result_shape(obj: dict) -> None:
     """Every field a reader relies on has the shape ``Result`` documents (see its fields);
     the first that does not raises ``ResultShapeError``."""
@@ -142,26 +159,11 @@ def check_result_shape(obj: dict) -> None:
             raise ResultShapeError("paths", f"must be a list of paths, got {type(paths).__name__}")
         for i, path in enumerate(paths):
             _check_triplets("paths", path, f"path {i}")
-    explored = obj.get("explored")
-    if explored is not None:
-        if not isinstance(explored, dict):
-            raise ResultShapeError("explored", "must be a mapping {depth: [node ids]}, "
-                                   f"got {type(explored).__name__}")
-        for depth, ids in explored.items():
-            _depth_key("explored", depth)
-            if not isinstance(ids, list) or not all(_is_int(v) for v in ids):
-                raise ResultShapeError("explored", f"depth {depth}: must be a list of node ids (integers)")
+    _check_by_depth(obj, "explored", "[node ids]", _check_node_ids)
     for name in ("metapaths", "ranked_metapaths"):
         if obj.get(name) is not None:
             _check_metapaths(name, obj[name])
-    edges = obj.get("explored_edges")
-    if edges is not None:
-        if not isinstance(edges, dict):
-            raise ResultShapeError("explored_edges", "must be a mapping {depth: [[head_id, relation, tail_id], ...]}, "
-                                   f"got {type(edges).__name__}")
-        for depth, steps in edges.items():
-            _depth_key("explored_edges", depth)
-            _check_triplets("explored_edges", steps, f"depth {depth}")
+    _check_by_depth(obj, "explored_edges", "[[head_id, relation, tail_id], ...]", _check_triplets)
     for name in ("control", "usage"):
         if obj.get(name) is not None and not isinstance(obj[name], dict):
             raise ResultShapeError(name, f"must be a mapping, got {type(obj[name]).__name__}")
