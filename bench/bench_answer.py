@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
     parser.add_argument("--compare", default=None, metavar="REV",
                         help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
+    parser.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
+                        help="with biostrat: the CPU route encoding the questions (answer's is torch).")
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)  # the --compare side
     parser.add_argument("--scale", type=float, default=1.0, help="Graph scale (1.0 = PrimeKG's size).")
     parser.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
@@ -369,7 +371,8 @@ def main_real(args) -> None:
     work, graph, bank, queries, bank_size, test_size = real_setup(args)
     kg = work / "kg"
     baseline = compare_revision(args.compare, kg, bank, queries, scorers, args) if args.compare else {}
-    encoder = make_encoder(args.encoder)  # as `answer` makes it; shared by the scorers' pipelines
+    # as `answer` makes it (torch), or the OpenVINO route; shared by the scorers' pipelines
+    encoder = make_encoder(args.encoder, backend=args.question_backend)
     measures = {}
     for scorer in scorers:
         rate, results = timed_answers(lambda s=scorer: make_pipeline(graph, kg, bank, args.encoder, s, encoder),
@@ -390,7 +393,8 @@ def main_real(args) -> None:
         (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
     print(f"bench_answer: real BioStrat-QA questions ({args.queries}): {bank_size} records in the bank, "
           f"{test_size} test x {len(LEVELS)} levels = {len(queries)} questions; scale {args.scale}, "
-          f"{graph.num_nodes:,} nodes; encoder {encoder.name}; --llm none; batch {args.batch}")
+          f"{graph.num_nodes:,} nodes; encoder {encoder.name} ({args.question_backend} for questions); --llm none; "
+          f"batch {args.batch}")
     head = f"{'scorer':<8}{'queries/s':>11}"
     if baseline:
         head += f"{args.compare + ' q/s':>16}{'x ' + args.compare:>12}{'same answer':>13}{'same result':>13}"
@@ -408,6 +412,7 @@ def main_real(args) -> None:
     if args.json:
         args.json.write_text(json.dumps({"queries": args.queries, "scale": args.scale, "encoder": encoder.name,
                                          "questions": len(queries), "compare": args.compare, "batch": args.batch,
+                                         "question_backend": args.question_backend,
                                          "scorers": measures}, indent=2))
 
 

@@ -32,6 +32,7 @@ from adapath.engine.graph import KnowledgeGraph
 from adapath.kernels.walk_step import walk_step
 
 DAMPING = 0.4  # Hetionet's DWPC exponent
+SPARSE_SHARE = 16  # sums go through a sort when there are fewer entries than nodes / this
 
 
 @dataclass
@@ -279,14 +280,26 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             nodes = back_nodes[alive]
             owner, cols, w = reverse.gather(nodes)
             values = (back[alive] * potential(lane.query, nodes))[owner] * w
-            dense = np.bincount(cols, weights=values, minlength=len(reverse.indptr) - 1)
-            back_nodes = np.flatnonzero(dense)
-            back = dense[back_nodes]
+            back_nodes, back = _sum_into(cols, values, len(reverse.indptr) - 1)
     flow: dict[int, dict[int, float]] = {}
     for k, (nodes_here, values_here) in parts.items():
         unique, sums = sum_by_node(nodes_here, values_here)
         flow[k] = dict(zip(unique.tolist(), sums.tolist()))
     return flow
+
+
+def _sum_into(cols: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nonzero sums of ``values`` by ``cols`` as (sorted nodes, sums): few entries through a
+    sort, many through an array over all ``n`` nodes; bincount adds each node's values in input
+    order either way (the same bits)."""
+    if len(cols) * SPARSE_SHARE < n:
+        nodes, inverse = np.unique(cols, return_inverse=True)
+        sums = np.bincount(inverse, weights=values, minlength=len(nodes))
+        keep = sums != 0
+        return nodes[keep], sums[keep]
+    dense = np.bincount(cols, weights=values, minlength=n)
+    nodes = np.flatnonzero(dense)
+    return nodes, dense[nodes]
 
 
 def sum_by_node(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
