@@ -354,12 +354,27 @@ def compare_revision(rev: str, kg: Path, bank: Path, queries, scorers, args) -> 
         return json.loads(job.with_suffix(".out.json").read_text())
 
 
-def identical(ours: list[dict], theirs: list[dict]) -> tuple[float, float]:
-    """Shares of (id, level) whose answer, and whose whole result, equal the other side's."""
+def same(a, b, rel: float) -> bool:
+    """Equal, numbers to a relative ``rel`` (0: exactly), containers element by element."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
+        return abs(a - b) <= rel * max(abs(a), abs(b))
+    return a == b
+
+
+def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
+    """Shares of (id, level) whose answer, whose paths and explored nodes, whose whole result
+    (every field, scores to 1e-5 relative) and whose whole result exactly equal the other side's."""
     by_key = {(r["id"], r["level"]): r for r in theirs}
-    same_answer = sum(by_key.get((r["id"], r["level"]), {}).get("answer") == r["answer"] for r in ours)
-    same_result = sum(by_key.get((r["id"], r["level"])) == r for r in ours)
-    return same_answer / len(ours), same_result / len(ours)
+    pairs = [(r, by_key.get((r["id"], r["level"]), {})) for r in ours]
+    return {"answer": sum(r["answer"] == t.get("answer") for r, t in pairs) / len(pairs),
+            "paths": sum(r["paths"] == t.get("paths") and r["explored"] == t.get("explored")
+                         for r, t in pairs) / len(pairs),
+            "result": sum(same(r, t, 1e-5) for r, t in pairs) / len(pairs),
+            "exact": sum(r == t for r, t in pairs) / len(pairs)}
 
 
 def main_real(args) -> None:
@@ -374,10 +389,15 @@ def main_real(args) -> None:
     # as `answer` makes it (torch), or the OpenVINO route; shared by the scorers' pipelines
     encoder = make_encoder(args.encoder, backend=args.question_backend)
     measures = {}
+
+    def fresh(scorer):  # a pass starts with no question remembered, as a new `answer` run
+        if hasattr(encoder, "recent"):
+            encoder.recent = type(encoder.recent)(encoder.recent.capacity)
+        return make_pipeline(graph, kg, bank, args.encoder, scorer, encoder)
+
     for scorer in scorers:
-        rate, results = timed_answers(lambda s=scorer: make_pipeline(graph, kg, bank, args.encoder, s, encoder),
-                                      queries, args.batch)
-        pipeline = make_pipeline(graph, kg, bank, args.encoder, scorer, encoder)
+        rate, results = timed_answers(lambda s=scorer: fresh(s), queries, args.batch)
+        pipeline = fresh(scorer)
         pipeline.answer(queries[:2])
         stages = clock_stages(pipeline, LEVELS)
         clock = time.perf_counter()
@@ -387,9 +407,10 @@ def main_real(args) -> None:
         stage_ms["total"] = 1000 * total / len(queries)
         measures[scorer] = {"queries_per_s": rate, "stage_ms_per_query": stage_ms}
         if scorer in baseline:
-            same_answer, same_result = identical(results, baseline[scorer]["results"])
             measures[scorer].update(baseline_queries_per_s=baseline[scorer]["queries_per_s"],
-                                    identical_answers=same_answer, identical_results=same_result)
+                                    identical=identical(results, baseline[scorer]["results"]))
+            (work / f"bench-answer-{scorer}-{args.compare}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in baseline[scorer]["results"]))
         (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
     print(f"bench_answer: real BioStrat-QA questions ({args.queries}): {bank_size} records in the bank, "
           f"{test_size} test x {len(LEVELS)} levels = {len(queries)} questions; scale {args.scale}, "
@@ -397,14 +418,20 @@ def main_real(args) -> None:
           f"batch {args.batch}")
     head = f"{'scorer':<8}{'queries/s':>11}"
     if baseline:
-        head += f"{args.compare + ' q/s':>16}{'x ' + args.compare:>12}{'same answer':>13}{'same result':>13}"
+        head += (f"{args.compare + ' q/s':>16}{'x ' + args.compare:>12}{'same answer':>13}{'same paths':>12}"
+                 f"{'same result':>13}{'exactly':>9}")
     print(head)
     for scorer, m in measures.items():
         line = f"{scorer:<8}{m['queries_per_s']:>11.2f}"
         if "baseline_queries_per_s" in m:
+            same_share = m["identical"]
             line += (f"{m['baseline_queries_per_s']:>16.2f}{m['queries_per_s'] / m['baseline_queries_per_s']:>12.2f}"
-                     f"{100 * m['identical_answers']:>12.1f}%{100 * m['identical_results']:>12.1f}%")
+                     f"{100 * same_share['answer']:>12.1f}%{100 * same_share['paths']:>11.1f}%"
+                     f"{100 * same_share['result']:>12.1f}%{100 * same_share['exact']:>8.1f}%")
         print(line)
+    if baseline:
+        print(f"(same paths: paths and explored nodes; same result: every field, scores to 1e-5 relative; "
+              f"exactly: every field to the last digit)")
     for scorer, m in measures.items():
         print(f"\n{'stage of answer --llm none, ' + scorer + ' (inclusive)':<50}{'ms/query':>10}")
         for stage, ms in sorted(m["stage_ms_per_query"].items(), key=lambda kv: -kv[1]):
