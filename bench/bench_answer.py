@@ -430,8 +430,8 @@ def main_real(args) -> None:
                      f"{100 * same_share['result']:>12.1f}%{100 * same_share['exact']:>8.1f}%")
         print(line)
     if baseline:
-        print(f"(same paths: paths and explored nodes; same result: every field, scores to 1e-5 relative; "
-              f"exactly: every field to the last digit)")
+        print("(same paths: paths and explored nodes; same result: every field, scores to 1e-5 relative; "
+              "exactly: every field to the last digit)")
     for scorer, m in measures.items():
         print(f"\n{'stage of answer --llm none, ' + scorer + ' (inclusive)':<50}{'ms/query':>10}")
         for stage, ms in sorted(m["stage_ms_per_query"].items(), key=lambda kv: -kv[1]):

@@ -6,7 +6,13 @@ with those cosines against an enumeration of every walk."""
 import numpy as np
 import pytest
 
-from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings, RecentVectors, length_groups, make_encoder
+from adapath.retrieval.dense import (
+    HashingEncoder,
+    NodeEmbeddings,
+    RecentVectors,
+    length_groups,
+    make_encoder,
+)
 from adapath.retrieval.node_store import DEFAULT_DTYPE, embed_all, expected_header, store_name
 
 
