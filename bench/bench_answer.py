@@ -10,16 +10,33 @@ backend, counting LLM calls and prompt tokens per query (tokens estimated from w
 
     python bench/bench_answer.py --scale 1.0 --train 300 --test 200 [--encoder minilm|hashing]
         [--workdir DIR] [--json FILE]
+
+With ``--queries biostrat:FILE`` the questions are real: FILE's records are planted in the
+generated graph and split into a bank half and a test half as ``bench_real_records`` does
+(its graph, bank and node-store preparation, reused from ``--workdir``), and the test half is
+answered at every level by each of ``--scorers`` (queries/s and the stage table per scorer).
+``--compare REV`` answers the same questions with the code of git revision REV too (in a
+child process, same graph, bank and store) and prints the speed ratio and the share of
+answers (and of whole results: paths, explored nodes, meta-paths) identical to REV's.
+
+    python bench/bench_answer.py --queries biostrat:dev.jsonl --scale 1.0 --workdir DIR
+        [--scorers walk,beam] [--limit N] [--compare main] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVELS = ("explicit", "implicit", "bare")
 
 
 class StageClock:
@@ -81,6 +98,15 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", default="generated",
+                        help="generated (default) or biostrat:FILE (real records, planted as bench_real_records does).")
+    parser.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
+    parser.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
+    parser.add_argument("--compare", default=None, metavar="REV",
+                        help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
+    parser.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
+                        help="with biostrat: the CPU route encoding the questions (answer's is torch).")
+    parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)  # the --compare side
     parser.add_argument("--scale", type=float, default=1.0, help="Graph scale (1.0 = PrimeKG's size).")
     parser.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
     parser.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
@@ -89,15 +115,17 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="Keep graph, store and bank here between runs.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the measures as JSON here.")
     args = parser.parse_args()
+    if args.child is not None:
+        return answer_child(args.child)
+    if args.queries != "generated":
+        return main_real(args)
 
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.index import BankIndex
     from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
-    from adapath.engine import traverse
     from adapath.engine.graph import KnowledgeGraph
     from adapath.llm import ScriptedBackend
-    from adapath.methods import walk_scorer
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.retrieval.dense import make_encoder
@@ -150,20 +178,7 @@ def main() -> None:
     none_qps = len(queries) / (time.perf_counter() - clock)
 
     # the same answers again, with a clock around each stage
-    stages = StageClock()
-    stages.wrap(pipeline.encoder, "encode", "question embedding")
-    stages.wrap(pipeline.index_for("explicit"), "retrieve", "Path-Bank retrieval (Eq. 6)")
-    stages.wrap(pipeline, "_realizable", "meta-path realizability")
-    stages.wrap(pipeline.text.nodes, "scores", "BM25 prefilter scores")
-    stages.wrap(traverse.TraversalState, "groups", "traversal: candidate groups")
-    stages.wrap(traverse.TraversalState, "advance", "traversal: advance")
-    stages.wrap(pipeline, "_narrow", "narrowing (cosine top-M)")
-    stages.wrap(pipeline.nodes, "get", "node-vector lookups")
-    stages.wrap(pipeline, "_answers", "answer ranking")
-    stages.wrap(pipeline.walks, "score", "walk scorer (all)")
-    stages.wrap(walk_scorer, "propagate", "walk scorer: propagation")
-    stages.wrap(walk_scorer, "heaviest_walks_through", "walk scorer: heaviest walks")
-    stages.wrap(walk_scorer, "through", "walk scorer: explored flow")
+    stages = clock_stages(pipeline, ["explicit"])
     clock = time.perf_counter()
     for lo in range(0, len(queries), args.batch):
         pipeline.answer(queries[lo:lo + args.batch])
@@ -200,6 +215,232 @@ def main() -> None:
             "matching_ms_per_query": matching_ms, "llm_calls_per_query": calls,
             "prompt_tokens_per_query": tokens, "stage_ms_per_query": stage_ms,
             "test_questions": len(queries), "train_questions": args.train}, indent=2))
+
+
+def clock_stages(pipeline, levels) -> StageClock:
+    """A clock around each stage of ``pipeline.answer`` (inclusive of nested stages).
+    Class attributes are wrapped on the instance or module that calls them, so the clock
+    goes when the pipeline does; module functions stay wrapped (a bench process only)."""
+    from adapath.engine import traverse
+    from adapath.methods import walk_scorer
+
+    stages = StageClock()
+    stages.wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
+    if pipeline.banks is not None and pipeline.config.type_model:
+        stages.wrap(pipeline.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
+    for index in {id(x): x for x in (pipeline.index_for(level) for level in levels)}.values():
+        stages.wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
+    stages.wrap(pipeline, "_realizable", "meta-path realizability")
+    stages.wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
+    if pipeline.config.scorer == "beam":
+        for name in ("groups", "advance"):
+            if not hasattr(traverse.TraversalState, f"_bench_{name}"):
+                setattr(traverse.TraversalState, f"_bench_{name}", getattr(traverse.TraversalState, name))
+            setattr(traverse.TraversalState, name, getattr(traverse.TraversalState, f"_bench_{name}"))
+            stages.wrap(traverse.TraversalState, name, f"traversal: {'candidate groups' if name == 'groups' else name}")
+        stages.wrap(pipeline, "_narrow", "narrowing (cosine top-M)")
+        stages.wrap(pipeline, "_answers", "answer ranking")
+    stages.wrap(pipeline.nodes, "get", "node-vector lookups")
+    if pipeline.config.scorer == "walk":
+        stages.wrap(pipeline.walks, "score", "walk scorer (all)")
+        for name, stage in (("propagate", "walk scorer: propagation"),
+                            ("heaviest_walks_through", "walk scorer: heaviest walks"),
+                            ("through", "walk scorer: explored flow")):
+            if not hasattr(walk_scorer, f"_bench_{name}"):
+                setattr(walk_scorer, f"_bench_{name}", getattr(walk_scorer, name))
+            setattr(walk_scorer, name, getattr(walk_scorer, f"_bench_{name}"))
+            stages.wrap(walk_scorer, name, stage)
+    return stages
+
+
+def answer_all(pipeline, queries, batch: int):
+    results = []
+    for lo in range(0, len(queries), batch):
+        results += pipeline.answer(queries[lo:lo + batch])
+    return results
+
+
+def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
+    """Queries/s of a fresh pipeline over ``queries`` after a warm-up batch, and the results
+    as JSON (the seconds of usage dropped: they differ run to run)."""
+    pipeline = make()
+    pipeline.answer(queries[:2])  # warm-up: kernel compile, page cache
+    clock = time.perf_counter()
+    results = answer_all(pipeline, queries, batch)
+    rate = len(queries) / (time.perf_counter() - clock)
+    out = []
+    for r in results:
+        obj = r.to_json()
+        obj["usage"] = {k: v for k, v in obj["usage"].items() if k != "seconds"}
+        out.append(obj)
+    return rate, out
+
+
+def real_setup(args):
+    """bench_real_records' graph, bank and node store under ``--workdir``; the test half's
+    questions at every level, level by level as that bench answers them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_real_records as real
+    import numpy as np
+
+    from adapath.datasets.biostrat import load_records, query_from_record
+    from adapath.retrieval.dense import make_encoder, resolve_backend
+
+    kind, _, path = args.queries.partition(":")
+    records_path = Path(path)
+    if kind != "biostrat" or not records_path.is_file():
+        raise SystemExit(f"--queries {args.queries!r}: expected biostrat:FILE with FILE a BioStrat-QA JSONL")
+    work = (args.workdir or ROOT / "bench" / "out" / "real-records") / f"scale-{args.scale:g}"
+    work.mkdir(parents=True, exist_ok=True)
+    bank_records, test = real.split_records(load_records(records_path), "test")
+    if args.limit:
+        test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    graph = real.prepare_graph(work, records_path, args.scale)
+    bank = real.prepare_bank(work, graph, bank_records, "test")
+    store_encoder = make_encoder(args.encoder, backend=resolve_backend("auto", "cpu"))  # as kg embed
+    real.prepare_embeddings(work, graph, store_encoder)
+    queries = [query_from_record(r, level) for level in LEVELS for r in test]
+    return work, graph, bank, queries, len(bank_records), len(test)
+
+
+def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, scorer: str, encoder=None):
+    """The method as ``adapath answer --method adapath --llm none --param scorer=...`` builds it."""
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+
+    spec = get_method("adapath")
+    context = MethodContext(graph, kg, None, encoder_spec, bank, None, spec.resolve_params({"scorer": scorer}))
+    if encoder is not None:
+        context._encoder = encoder
+    return spec.make(context)
+
+
+def answer_child(job: Path) -> None:
+    """The --compare side: answer the job's questions with whatever adapath is importable
+    (the revision's tree on PYTHONPATH) and write rates and results. Reads only the stable
+    API: KnowledgeGraph.load, the method registry, Query, Result.to_json."""
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.methods.base import Query
+
+    spec = json.loads(job.read_text())
+    graph = KnowledgeGraph.load(Path(spec["kg"]), mmap=False)
+    queries = [Query(q["id"], q["level"], q["text"], tuple(q["topic_ids"])) for q in spec["queries"]]
+    out = {}
+    for scorer in spec["scorers"]:
+        rate, results = timed_answers(lambda s=scorer: make_pipeline(graph, Path(spec["kg"]), Path(spec["bank"]),
+                                                                      spec["encoder"], s), queries, spec["batch"])
+        out[scorer] = {"queries_per_s": rate, "results": results}
+    tmp = job.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    os.replace(tmp, job.with_suffix(".out.json"))
+
+
+def compare_revision(rev: str, kg: Path, bank: Path, queries, scorers, args) -> dict:
+    """Answers with the code of git revision ``rev`` (its ``adapath`` package extracted to a
+    temporary folder, run in a child process)."""
+    with tempfile.TemporaryDirectory(prefix="bench_answer_rev_") as tmp:
+        tmp = Path(tmp)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "adapath"], capture_output=True)
+        if archive.returncode:
+            raise SystemExit(f"--compare {rev!r}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+        job = tmp / "job.json"
+        job.write_text(json.dumps({"kg": str(kg), "bank": str(bank), "encoder": args.encoder, "scorers": scorers,
+                                   "batch": args.batch,
+                                   "queries": [{"id": q.id, "level": q.level, "text": q.text,
+                                                "topic_ids": list(q.topic_ids)} for q in queries]}))
+        env = {**os.environ, "PYTHONPATH": str(tmp), "HF_HUB_OFFLINE": "1"}
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(job)], env=env, check=True)
+        return json.loads(job.with_suffix(".out.json").read_text())
+
+
+def same(a, b, rel: float) -> bool:
+    """Equal, numbers to a relative ``rel`` (0: exactly), containers element by element."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
+        return abs(a - b) <= rel * max(abs(a), abs(b))
+    return a == b
+
+
+def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
+    """Shares of (id, level) whose answer, whose paths and explored nodes, whose whole result
+    (every field, scores to 1e-5 relative) and whose whole result exactly equal the other side's."""
+    by_key = {(r["id"], r["level"]): r for r in theirs}
+    pairs = [(r, by_key.get((r["id"], r["level"]), {})) for r in ours]
+    return {"answer": sum(r["answer"] == t.get("answer") for r, t in pairs) / len(pairs),
+            "paths": sum(r["paths"] == t.get("paths") and r["explored"] == t.get("explored")
+                         for r, t in pairs) / len(pairs),
+            "result": sum(same(r, t, 1e-5) for r, t in pairs) / len(pairs),
+            "exact": sum(r == t for r, t in pairs) / len(pairs)}
+
+
+def main_real(args) -> None:
+    from adapath.retrieval.dense import make_encoder
+
+    scorers = args.scorers.split(",")
+    if any(s not in ("walk", "beam") for s in scorers):
+        raise SystemExit(f"--scorers {args.scorers!r}: choose from walk, beam")
+    work, graph, bank, queries, bank_size, test_size = real_setup(args)
+    kg = work / "kg"
+    baseline = compare_revision(args.compare, kg, bank, queries, scorers, args) if args.compare else {}
+    # as `answer` makes it (torch), or the OpenVINO route; shared by the scorers' pipelines
+    encoder = make_encoder(args.encoder, backend=args.question_backend)
+    measures = {}
+
+    def fresh(scorer):  # a pass starts with no question remembered, as a new `answer` run
+        if hasattr(encoder, "recent"):
+            encoder.recent = type(encoder.recent)(encoder.recent.capacity)
+        return make_pipeline(graph, kg, bank, args.encoder, scorer, encoder)
+
+    for scorer in scorers:
+        rate, results = timed_answers(lambda s=scorer: fresh(s), queries, args.batch)
+        pipeline = fresh(scorer)
+        pipeline.answer(queries[:2])
+        stages = clock_stages(pipeline, LEVELS)
+        clock = time.perf_counter()
+        answer_all(pipeline, queries, args.batch)
+        total = time.perf_counter() - clock
+        stage_ms = {k: 1000 * v / len(queries) for k, v in stages.seconds.items()}
+        stage_ms["total"] = 1000 * total / len(queries)
+        measures[scorer] = {"queries_per_s": rate, "stage_ms_per_query": stage_ms}
+        if scorer in baseline:
+            measures[scorer].update(baseline_queries_per_s=baseline[scorer]["queries_per_s"],
+                                    identical=identical(results, baseline[scorer]["results"]))
+            (work / f"bench-answer-{scorer}-{args.compare}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in baseline[scorer]["results"]))
+        (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    print(f"bench_answer: real BioStrat-QA questions ({args.queries}): {bank_size} records in the bank, "
+          f"{test_size} test x {len(LEVELS)} levels = {len(queries)} questions; scale {args.scale}, "
+          f"{graph.num_nodes:,} nodes; encoder {encoder.name} ({args.question_backend} for questions); --llm none; "
+          f"batch {args.batch}")
+    head = f"{'scorer':<8}{'queries/s':>11}"
+    if baseline:
+        head += (f"{args.compare + ' q/s':>16}{'x ' + args.compare:>12}{'same answer':>13}{'same paths':>12}"
+                 f"{'same result':>13}{'exactly':>9}")
+    print(head)
+    for scorer, m in measures.items():
+        line = f"{scorer:<8}{m['queries_per_s']:>11.2f}"
+        if "baseline_queries_per_s" in m:
+            same_share = m["identical"]
+            line += (f"{m['baseline_queries_per_s']:>16.2f}{m['queries_per_s'] / m['baseline_queries_per_s']:>12.2f}"
+                     f"{100 * same_share['answer']:>12.1f}%{100 * same_share['paths']:>11.1f}%"
+                     f"{100 * same_share['result']:>12.1f}%{100 * same_share['exact']:>8.1f}%")
+        print(line)
+    if baseline:
+        print("(same paths: paths and explored nodes; same result: every field, scores to 1e-5 relative; "
+              "exactly: every field to the last digit)")
+    for scorer, m in measures.items():
+        print(f"\n{'stage of answer --llm none, ' + scorer + ' (inclusive)':<50}{'ms/query':>10}")
+        for stage, ms in sorted(m["stage_ms_per_query"].items(), key=lambda kv: -kv[1]):
+            print(f"{stage:<50}{ms:>10.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"queries": args.queries, "scale": args.scale, "encoder": encoder.name,
+                                         "questions": len(queries), "compare": args.compare, "batch": args.batch,
+                                         "question_backend": args.question_backend,
+                                         "scorers": measures}, indent=2))
 
 
 if __name__ == "__main__":

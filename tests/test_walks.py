@@ -83,7 +83,7 @@ METAPATHS = [  # (relations, types) as codes
 @pytest.mark.parametrize("damping", [0.0, 0.4, 1.0])
 @pytest.mark.parametrize("grouping", ["sorted", "dense"])
 def test_propagation_matches_enumerated_walks(seed, damping, grouping, monkeypatch):
-    # each step groups its entries by target either by a sort or through arrays over all nodes
+    # the explored flow sums its backward mass by a sort or through arrays over all nodes
     monkeypatch.setattr(walk_engine, "SPARSE_SHARE", 0 if grouping == "sorted" else 10**9)
     graph, edge_list, node_type = random_graph(seed)
     rng = np.random.default_rng(100 + seed)
@@ -170,3 +170,50 @@ def test_build_all_makes_every_typed_layer_of_the_graph():
             nbrs, rels = graph.neighbors(u)
             expected_row = sorted(nbrs[(rels == r) & (node_type[nbrs] == b)].tolist()) if node_type[u] == a else []
             assert sorted(layer.row(u)[0].tolist()) == expected_row
+
+
+def bincount_step(step, layer, phi, exclude):
+    """One step the straightforward way: gather every entry of the support's rows, drop
+    excluded targets, sum masses with a bincount over all nodes, take each target's best
+    offer and the smallest row position that makes it."""
+    owner, cols, weights = [], [], []
+    for i, u in enumerate(step.nodes.tolist()):
+        lo, hi = int(layer.indptr[u]), int(layer.indptr[u + 1])
+        for p in range(lo, hi):
+            if int(layer.indices[p]) not in exclude:
+                owner.append(i)
+                cols.append(int(layer.indices[p]))
+                weights.append(float(layer.weights[p]))
+    owner, cols, weights = np.array(owner, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(weights)
+    n = len(layer.indptr) - 1
+    mass = np.bincount(cols, weights=step.mass[owner] * weights, minlength=n)
+    best = np.zeros(n)
+    np.maximum.at(best, cols, step.best[owner] * weights)
+    nodes = np.unique(cols)
+    first = [min(i for i, c, w in zip(owner, cols, weights) if c == v and step.best[i] * w == best[v])
+             for v in nodes.tolist()]
+    return nodes, mass[nodes] * phi[nodes], best[nodes] * phi[nodes], step.nodes[np.array(first, dtype=np.int64)]
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+@pytest.mark.parametrize("ties", [False, True])
+def test_step_kernel_gives_the_bits_of_a_bincount_step(seed, ties):
+    # ties: no damping and flat potentials, so many predecessors offer the same best walk
+    graph, _, node_type = random_graph(seed, n=40, edges=260)
+    layers = RelationLayers(graph, damping=0.0 if ties else 0.4)
+    rng = np.random.default_rng(seed)
+    phi = np.ones(graph.num_nodes) if ties else rng.uniform(0.1, 3.0, graph.num_nodes)
+    for rels, types in METAPATHS:
+        source = int(np.flatnonzero(node_type == types[0])[0])
+        exclude = np.array(sorted({source, 3}), dtype=np.int64)
+        step = walk_engine._start(source)
+        for k, r in enumerate(rels):
+            layer = layers.layer(r, types[k], types[k + 1])
+            got = walk_engine.advance(step, layer, lambda nodes: phi[nodes], exclude)
+            nodes, mass, best, previous = bincount_step(step, layer, phi, set(exclude.tolist()))
+            assert got.nodes.tolist() == nodes.tolist()
+            assert got.mass.tobytes() == mass.tobytes() and got.best.tobytes() == best.tobytes()
+            assert got.previous.tolist() == previous.tolist()
+            if len(nodes) == 0:
+                break
+            step = got

@@ -22,15 +22,17 @@ one meta-path each) that share a source and a prefix of steps share that prefix'
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from adapath.engine.graph import KnowledgeGraph
+from adapath.kernels.walk_step import walk_step
 
 DAMPING = 0.4  # Hetionet's DWPC exponent
-SPARSE_SHARE = 16  # a step sorts its targets when it has fewer entries than nodes / this
+SPARSE_SHARE = 16  # sums go through a sort when there are fewer entries than nodes / this
 
 
 @dataclass
@@ -164,35 +166,30 @@ def _start(source: int) -> Step:
 
 def advance(step: Step, layer: Layer, potential: np.ndarray | Callable[[np.ndarray], np.ndarray],
             exclude: np.ndarray) -> Step:
-    """One step of the sum-product and max-product over ``layer`` from ``step``. Entries are
-    grouped by target node through dense arrays over all nodes when they are many (no sort),
-    through a sort of the targets when they are few (no pass over all nodes); either way the
-    sums add each node's entries in the same order, so both give the same bits."""
+    """One step of the sum-product and max-product over ``layer`` from ``step``: one pass over
+    the rows of the current support (``kernels.walk_step``); each node's mass adds its entries
+    in row order, the heaviest walk into it keeps its first heaviest predecessor."""
     n = len(layer.indptr) - 1
-    owner, cols, weights = layer.gather(step.nodes)
-    if len(exclude):
-        keep = ~np.isin(cols, exclude)
-        owner, cols, weights = owner[keep], cols[keep], weights[keep]
-    if len(cols) == 0:
+    scratch = _scratch(n)
+    nodes, mass, best, first = walk_step(layer.indptr, layer.indices, layer.weights, step.nodes, step.mass,
+                                         step.best, exclude, *scratch)
+    if len(nodes) == 0:
         empty = np.zeros(0)
         return Step(np.zeros(0, dtype=np.int64), empty, empty, np.zeros(0, dtype=np.int64))
-    if len(cols) * SPARSE_SHARE < n:
-        nodes, slot = np.unique(cols, return_inverse=True)
-        size = len(nodes)
-    else:
-        nodes = np.flatnonzero(np.bincount(cols, minlength=n))
-        slot, size = cols, n
-    mass = np.bincount(slot, weights=step.mass[owner] * weights, minlength=size)
-    best_in = step.best[owner] * weights
-    best = np.zeros(size)
-    np.maximum.at(best, slot, best_in)
-    heaviest = best_in == best[slot]
-    first = np.full(size, len(step.nodes), dtype=np.int64)  # ties: the smallest predecessor
-    np.minimum.at(first, slot[heaviest], owner[heaviest])
-    if size == n:
-        mass, best, first = mass[nodes], best[nodes], first[nodes]
     phi = potential(nodes) if callable(potential) else potential
     return Step(nodes, mass * phi, best * phi, step.nodes[first])
+
+
+_scratches = threading.local()
+
+
+def _scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per thread, arrays over all nodes that ``walk_step`` borrows (and hands back clean)."""
+    found = getattr(_scratches, "arrays", None)
+    if found is None or len(found[0]) != n:
+        found = (np.full(n, -1, dtype=np.int64), np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64))
+        _scratches.arrays = found
+    return found
 
 
 def propagate(layers: RelationLayers, lanes: list[Lane], potential: Potential) -> list[Lane]:
@@ -283,14 +280,26 @@ def through(lanes: list[Lane], weights: list[float], layers: RelationLayers, pot
             nodes = back_nodes[alive]
             owner, cols, w = reverse.gather(nodes)
             values = (back[alive] * potential(lane.query, nodes))[owner] * w
-            dense = np.bincount(cols, weights=values, minlength=len(reverse.indptr) - 1)
-            back_nodes = np.flatnonzero(dense)
-            back = dense[back_nodes]
+            back_nodes, back = _sum_into(cols, values, len(reverse.indptr) - 1)
     flow: dict[int, dict[int, float]] = {}
     for k, (nodes_here, values_here) in parts.items():
         unique, sums = sum_by_node(nodes_here, values_here)
         flow[k] = dict(zip(unique.tolist(), sums.tolist()))
     return flow
+
+
+def _sum_into(cols: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nonzero sums of ``values`` by ``cols`` as (sorted nodes, sums): few entries through a
+    sort, many through an array over all ``n`` nodes; bincount adds each node's values in input
+    order either way (the same bits)."""
+    if len(cols) * SPARSE_SHARE < n:
+        nodes, inverse = np.unique(cols, return_inverse=True)
+        sums = np.bincount(inverse, weights=values, minlength=len(nodes))
+        keep = sums != 0
+        return nodes[keep], sums[keep]
+    dense = np.bincount(cols, weights=values, minlength=n)
+    nodes = np.flatnonzero(dense)
+    return nodes, dense[nodes]
 
 
 def sum_by_node(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -84,10 +84,14 @@ class WalkScorer:
         """``bm25``: nodes x queries, min-max normalized per query; ``vectors``: question
         embeddings, one row per query."""
         c = self.config
-        known = np.full((len(queries), self.graph.num_nodes), np.nan)
+        every = self.nodes.cosines(vectors) if hasattr(self.nodes, "cosines") else None
+        known = every if every is not None else np.full((len(queries), self.graph.num_nodes), np.nan)
 
         def cosine(j: int, nodes: np.ndarray) -> np.ndarray:
-            """Cosine of node texts to question j, embedded only where a walk reaches."""
+            """Cosine of node texts to question j: every node's from a complete store, else
+            embedded only where a walk reaches."""
+            if every is not None:
+                return known[j, nodes]
             missing = nodes[np.isnan(known[j, nodes])]
             if len(missing):
                 known[j, missing] = self.nodes.get(missing) @ vectors[j]

@@ -91,6 +91,7 @@ class SentenceEncoder:
         except OSError as exc:
             raise InputError(f"cannot load encoder {path!r}: {exc}") from None
         self.batch_size = batch_size
+        self.recent = RecentVectors(RECENT)
         self.device, self.backend = device, backend
         self.name = name or f"st-{Path(path).name}"
         if backend == "openvino":
@@ -101,11 +102,28 @@ class SentenceEncoder:
         return self.model.get_sentence_embedding_dimension()
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """Normalized float32 rows. Large calls (``kg embed``'s node texts) go to
+        sentence-transformers as they are; a few texts (a batch of questions, their
+        wh-phrases) are served from the cache of recent texts, and the rest encoded once each
+        in groups of similar token length (``length_groups``)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._threads_for(len(texts)):
-            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=True, show_progress_bar=False)
+        if len(texts) > SMALL_BATCH or not self.recent.capacity:
+            with self._threads_for(len(texts)):
+                return self._encode(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.recent]
+        if missing:
+            lengths = [len(ids) for ids in self.model.tokenizer(missing, truncation=True,
+                                                                 max_length=self.model.max_seq_length)["input_ids"]]
+            with self._threads_for(len(missing)):
+                for group in length_groups(lengths, CALL_TOKENS):
+                    for i, vector in zip(group, self._encode([missing[i] for i in group])):
+                        self.recent.put(missing[i], vector)
+        return np.stack([self.recent.get(t) for t in texts])
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     @contextlib.contextmanager
@@ -128,6 +146,61 @@ class SentenceEncoder:
 
 BACKENDS = ("torch", "openvino")
 SMALL_BATCH = 64
+RECENT = 4096  # texts whose vectors an encoder keeps (about 6 MB at MiniLM's 384 dims)
+# What one extra encoder call costs, in padded tokens: on a CPU a call reads every weight
+# of the network once (about 30 ms for MiniLM on the shared 2-core machine, where a token
+# costs about 0.7 ms), so a group is split only where padding would cost more than that.
+CALL_TOKENS = 40
+
+
+def length_groups(lengths: list[int], call_tokens: int = CALL_TOKENS) -> list[list[int]]:
+    """Positions of ``lengths`` in groups (shortest first) that minimize the padded tokens
+    of encoding each group as one padded batch plus ``call_tokens`` per group: sorted by
+    length, the best split into runs by dynamic programming (a run costs its size times its
+    longest length)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    n = len(order)
+    best = [0.0] + [float("inf")] * n  # best[j]: the cheapest cover of the j shortest
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        longest = lengths[order[j - 1]]
+        for i in range(j):
+            cost = best[i] + call_tokens + (j - i) * longest
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], n
+    while j > 0:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
+
+
+class RecentVectors:
+    """The vectors of the ``capacity`` most recently used texts (least recently used out).
+    Questions share wh-phrases ("which gene", "what drug") and a question is often asked
+    again (another method, another pass), and a vector depends on its text alone."""
+
+    def __init__(self, capacity: int):
+        from collections import OrderedDict
+
+        self.capacity = capacity
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._vectors
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get(self, text: str) -> np.ndarray:
+        self._vectors.move_to_end(text)
+        return self._vectors[text]
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        self._vectors[text] = np.array(vector, dtype=np.float32)
+        self._vectors.move_to_end(text)
+        while len(self._vectors) > self.capacity:
+            self._vectors.popitem(last=False)
 DEVICES = ("cpu", "cuda")
 
 
@@ -350,6 +423,20 @@ class NodeEmbeddings:
         out = np.empty((len(nodes), self.base.dim), dtype=np.float32)
         out[from_base] = self.base.rows(nodes[from_base])
         out[~from_base] = self.own.rows(rest)
+        return out
+
+    def cosines(self, vectors: np.ndarray, chunk: int = 32768) -> np.ndarray | None:
+        """Every node's cosine to each row of ``vectors`` (rows x nodes, float64) in one
+        pass over a complete store (matrix products over contiguous slices of the map,
+        far cheaper than gathering the rows a walk reaches, query by query); None when the
+        store is not complete."""
+        if self._complete is None:
+            return None
+        stored = self._complete.vectors
+        queries = np.ascontiguousarray(vectors, dtype=np.float32).T
+        out = np.empty((queries.shape[1], len(stored)))
+        for lo in range(0, len(stored), chunk):
+            out[:, lo:lo + chunk] = (np.asarray(stored[lo:lo + chunk], dtype=np.float32) @ queries).T
         return out
 
     def _encode(self, missing: np.ndarray) -> None:
