@@ -167,10 +167,14 @@ class BatchRunner:
         if c.ppr == "certified":
             # a pair whose corridor climbs the ladder (or falls back to the bounded search,
             # which ranks by rho) is solved again, certified at every rung
-            clock = time.perf_counter()
-            corridors = self._map(lambda j: self._corridor_builder().build(rhos[j], topics[j], answers[j]),
-                                  len(pairs))
-            seconds["corridor"] += time.perf_counter() - clock
+            def corridor(j: int):
+                clock = time.perf_counter()
+                built = self._corridor_builder().build(rhos[j], topics[j], answers[j])
+                return built, time.perf_counter() - clock
+
+            built = self._map(corridor, len(pairs))
+            corridors = [cor for cor, _ in built]
+            seconds["corridor"] += sum(s for _, s in built)  # per pair, as in _pair_rows
             climbed = [j for j, cor in enumerate(corridors)
                        if cor.k != c.ladder[0] and cor.fallback != "unreachable"]
             if climbed:
