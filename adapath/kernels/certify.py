@@ -210,17 +210,21 @@ def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _certify_direct(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo, residual,
+def _certify_direct(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo, residual,
                     ladder, slack, need, candidates, outside, scratch):
     """``certify_columns`` for each pair in ``todo``, its two columns copied into the
-    running thread's own rows of ``scratch`` (threads x 4 x N) first."""
+    running thread's own rows of ``scratch`` (threads x 6 x N) first."""
+    weight_lanes = inv_blocks.shape[2]
     for i in prange(todo.shape[0]):
         p = todo[i]
         rows = scratch[get_thread_id()]
         for side in range(2):
             c = pairs[p, side]
             w = weight_of[c]
-            sums, xts = rows[side], rows[2 + side]
+            wt, wj = w // weight_lanes, w % weight_lanes
+            sums, xts, inv = rows[side], rows[2 + side], rows[4 + side]
+            for v in range(sums.shape[0]):
+                inv[v] = inv_blocks[wt, v, wj]
             if dense[c]:
                 t, at = block[c], lane[c]
                 for v in range(sums.shape[0]):
@@ -229,37 +233,36 @@ def _certify_direct(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_o
             else:
                 for v in range(sums.shape[0]):
                     sums[v] = pi[c, v]
-                    xts[v] = x[c, v] * inv_cols[w, v]
-        cf, cb = pairs[p, 0], pairs[p, 1]
-        need[p] = certify_columns(rows[0], rows[1], rows[2], rows[3], inv_cols[weight_of[cf]],
-                                  inv_cols[weight_of[cb]], residual, ladder, slack, candidates[p],
-                                  outside[p:p + 1])
+                    xts[v] = x[c, v] * inv[v]
+        need[p] = certify_columns(rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], residual, ladder,
+                                  slack, candidates[p], outside[p:p + 1])
 
 
-def certify_pairs(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo,
+def certify_pairs(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
                   residual, ladder, slack, row_chunks=None, scratch=None, candidates=None, outside=None):
     """The ``certify_columns`` answer (0: certified; else the factor the bounds must still
     shrink by) of each pair in ``todo`` (others: nan), pairs of seed
     columns (forward, backward) read as the Numba power iteration holds them mid-run: a
     column's partial sum is its row of ``pi`` plus, once dense, its lane of ``pi_blocks``;
-    its last term over out-weight is ``x[c] * inv_cols[w]`` (push) or its lane of ``xb``
-    (dense, already divided). ``inv_cols``: 1 / out-weight, one row per weight column;
-    ``scratch`` (threads x 4 x N), if given, is reused for the copied rows.
+    its last term over out-weight is ``x[c] * inv`` (push) or its lane of ``xb`` (dense,
+    already divided). ``inv_blocks``: 1 / out-weight, weight column w at
+    ``[w // lanes, :, w % lanes]``; ``scratch`` (threads x 6 x N), if given, is reused for
+    the copied rows.
     ``candidates`` (P x M) and ``outside`` (P), if given, receive each checked pair's
     shortlist (``certify_columns``)."""
     n = pi.shape[1]
     if scratch is None or scratch.shape[0] < get_num_threads():
-        scratch = np.empty((get_num_threads(), 4, n))
+        scratch = np.empty((get_num_threads(), 6, n))
     if candidates is None:
         candidates, outside = np.empty((len(pairs), 0), dtype=np.int64), np.empty(len(pairs))
     need = np.full(len(pairs), np.nan)
-    _certify_direct(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo, residual,
+    _certify_direct(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo, residual,
                     ladder, slack, need, candidates, outside, scratch)
     return need
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _peaks(x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks, partial):
+def _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
     """partial[chunk, i]: the largest last term over out-weight of column ``columns[i]``
     in the rows of one chunk."""
     for chunk in prange(row_chunks.shape[0] - 1):
@@ -273,13 +276,14 @@ def _peaks(x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks, 
                     m = max(m, xb[t, v, at])
             else:
                 w = weight_of[c]
+                wt, wj = w // inv_blocks.shape[2], w % inv_blocks.shape[2]
                 for v in range(lo, hi):
-                    m = max(m, x[c, v] * inv_cols[w, v])
+                    m = max(m, x[c, v] * inv_blocks[wt, v, wj])
             partial[chunk, i] = m
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _certify_listed(pi, pi_blocks, inv_cols, dense, block, lane, weight_of, pairs, todo, peak,
+def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
                     candidates, outside, residual, ladder, slack, need):
     for i in prange(todo.shape[0]):
         p = todo[i]
@@ -291,13 +295,14 @@ def _certify_listed(pi, pi_blocks, inv_cols, dense, block, lane, weight_of, pair
             v = candidates[p, k]
             f[k] = pi[cf, v] + (pi_blocks[block[cf], v, lane[cf]] if dense[cf] else 0.0)
             b[k] = pi[cb, v] + (pi_blocks[block[cb], v, lane[cb]] if dense[cb] else 0.0)
-            inv_f[k] = inv_cols[weight_of[cf], v]
-            inv_b[k] = inv_cols[weight_of[cb], v]
+            wf, wb = weight_of[cf], weight_of[cb]
+            inv_f[k] = inv_blocks[wf // inv_blocks.shape[2], v, wf % inv_blocks.shape[2]]
+            inv_b[k] = inv_blocks[wb // inv_blocks.shape[2], v, wb % inv_blocks.shape[2]]
         need[p] = certify_candidates(f, b, inv_f, inv_b, peak[cf], peak[cb], outside[p], residual,
                                      ladder, slack)
 
 
-def certify_listed(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo,
+def certify_listed(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
                    residual, ladder, slack, row_chunks, candidates, outside):
     """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
     full check (``certify_pairs``) left in ``candidates`` and ``outside``; the arguments
@@ -305,10 +310,10 @@ def certify_listed(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of
     for their maxima."""
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    _peaks(x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks, partial)
+    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     need = np.full(len(pairs), np.nan)
-    _certify_listed(pi, pi_blocks, inv_cols, dense, block, lane, weight_of, pairs, todo, peak,
+    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
                     candidates, outside, residual, ladder, slack, need)
     return need

@@ -499,7 +499,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
     laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
-    inv_cols = buffers = None
+    buffers = None
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         ladder = np.ascontiguousarray(ladder, dtype=np.int64)
@@ -547,12 +547,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             todo = np.union1d(full, short)
             if len(todo):
                 is_dense = ~sparse & ~stuck
-                if inv_cols is None:  # 1 / out-weight, one contiguous row per weight column
-                    inv_cols = np.ascontiguousarray(
-                        inv_weights.transpose(0, 2, 1).reshape(-1, n)[:weights])
                 state = (pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
                          x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
-                         inv_cols, is_dense, block, lane, weight_of, pairs)
+                         inv_weights, is_dense, block, lane, weight_of, pairs)
                 residual = (1.0 - eta) ** (term + 1)
                 need = np.full(len(pairs), np.nan)
                 if len(short):
@@ -563,7 +560,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                     next_check[stale] = term + 1
                 if len(full):
                     if buffers is None:  # each thread's copied rows, reused check after check
-                        buffers = np.empty((get_num_threads(), 4, n))
+                        buffers = np.empty((get_num_threads(), 6, n))
                     need[full] = certify_pairs(*state, full, residual, ladder, slack, row_chunks, buffers,
                                                candidates, outside)[full]
                     listed[full] = np.isfinite(outside[full])
