@@ -68,7 +68,7 @@ def _to_device(matrix, xp, sparse):
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
                  eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5,
-                 shortlist: int = 2048):
+                 shortlist: int = 512):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")

@@ -27,54 +27,28 @@ certified. With ``slack`` d > 0 the test is ``hi < (1 + d) * L`` instead: no nod
 out can end more than a factor (1 + d) above the weakest node kept (d = 0: the exact
 certificate).
 
-A shortlist makes the checks after the first cheap. Every ``hi`` is an upper bound on the
-final ``rho`` (the bounds only tighten: ``f_{t+1} + R_{t+1} <= f_t + R_t``), so the full
-check keeps the M nodes of largest ``hi`` as the pair's candidates and ``H``, the largest
-``hi`` of the nodes it left out: no node outside the candidates can ever end above ``H``.
-A later check reads only the candidates: if ``H`` is below the K-th largest ``lo`` among
-them (so no outside node can reach the top K, nor tie at its boundary) and the candidates
-pass the test above, the top-K set is final. That check is O(M) per pair instead of O(N).
+Checks run on a shortlist. Every ``hi`` is an upper bound on the final ``rho`` (the bounds
+only tighten: ``f_{t+1} + R_{t+1} <= f_t + R_t``), so a full check (``certify_fused``, one
+pass over the rows for every pair) keeps the M nodes of largest ``hi`` as the pair's
+candidates and ``H``, the largest ``hi`` of the nodes it left out: no node off the list can
+ever end above ``H``. A check (``certify_candidates``) reads only the candidates: if ``H``
+is below the K-th largest ``lo`` among them (so no node off the list can reach the top K,
+nor tie at its boundary) and the candidates pass the test above, the top-K set is final.
+The checks after the first are O(M) per pair instead of O(N).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, get_thread_id, njit, prange
+from numba import njit, prange
 
-
-@njit(cache=True, nogil=True)
-def _heap_push(heap, size, value):
-    """Keep the ``len(heap)`` largest values seen in a min-heap; returns the new size."""
-    if size < heap.shape[0]:
-        i = size
-        heap[i] = value
-        while i > 0:
-            parent = (i - 1) // 2
-            if heap[parent] <= heap[i]:
-                break
-            heap[parent], heap[i] = heap[i], heap[parent]
-            i = parent
-        return size + 1
-    if value <= heap[0]:
-        return size
-    heap[0] = value
-    i = 0
-    while True:
-        left, smallest = 2 * i + 1, i
-        if left < size and heap[left] < heap[smallest]:
-            smallest = left
-        if left + 1 < size and heap[left + 1] < heap[smallest]:
-            smallest = left + 1
-        if smallest == i:
-            return size
-        heap[i], heap[smallest] = heap[smallest], heap[i]
-        i = smallest
+ROWS = 512  # rows per run of the fused full check (a block's rows stay in cache)
 
 
 @njit(cache=True, nogil=True)
 def _heap_push_indexed(keys, ids, size, key, index):
-    """The min-heap of ``_heap_push`` carrying an index with each key; returns (new size,
-    the key that left the heap or was refused, -inf if none)."""
+    """Keep the ``len(keys)`` largest keys seen, each with its index, in a min-heap; returns
+    (new size, the key that left the heap or was refused, -inf if none)."""
     if size < keys.shape[0]:
         i = size
         keys[i], ids[i] = key, index
@@ -105,79 +79,15 @@ def _heap_push_indexed(keys, ids, size, key, index):
 
 
 @njit(cache=True, nogil=True)
-def certify_columns(f, b, xt_f, xt_b, inv_f, inv_b, residual, ladder, slack, candidates, outside):
-    """0 if the top-K of ``f * b`` is certified at every K of ``ladder`` (increasing); else
-    the factor by which the bounds' slack ``hi - lo`` must still shrink (1: check again next
-    term; inf: a tie at a boundary or K above the node count, never certified). The factor
-    only schedules the next check.
-
-    f, b: the two partial sums; xt_f, xt_b: the last term divided by out-weight (any
-    non-negative array whose maximum is m_t); inv_f, inv_b: 1 / out-weight (0: no
-    out-weight, so no mass arrives); residual: (1 - eta)^(t+1). ``candidates`` (length M,
-    0 for none) receives the M nodes of largest ``hi`` (-1 in unused places) and ``outside[0]``
-    the largest ``hi`` of the other nodes (0 if none): the shortlist of ``certify_candidates``."""
-    n = f.shape[0]
-    outside[0] = np.inf  # no shortlist unless the pass below completes
-    m_f = 0.0
-    m_b = 0.0
-    for v in range(n):
-        m_f = max(m_f, xt_f[v])
-        m_b = max(m_b, xt_b[v])
-    top = ladder[-1]
-    if top > n:
-        return np.inf
-    heap = np.empty(top)
-    size = 0
-    for v in range(n):
-        value = f[v] * b[v]
-        if size < top or value > heap[0]:  # most nodes fail this: no call
-            size = _heap_push(heap, size, value)
-    ranked = np.sort(heap)[::-1]
-    rungs = ladder.shape[0]
-    floor = np.empty(rungs)
-    ceiling = np.empty(rungs)
-    inside = np.zeros(rungs, dtype=np.int64)
-    for i in range(rungs):
-        floor[i] = ranked[ladder[i] - 1]
-        ceiling[i] = (1.0 + slack) * floor[i]
-        if floor[i] <= 0.0:
-            return 1.0  # fewer than K nodes reached from both ends yet: check next term
-    need = 0.0
-    listing = candidates.shape[0] > 0
-    keys = np.empty(candidates.shape[0])
-    listed, beyond = 0, 0.0
-    candidates[:] = -1
-    for v in range(n):
-        lo = f[v] * b[v]
-        r_f = residual * min(1.0, m_f / inv_f[v]) if inv_f[v] > 0.0 else 0.0
-        r_b = residual * min(1.0, m_b / inv_b[v]) if inv_b[v] > 0.0 else 0.0
-        hi = (f[v] + r_f) * (b[v] + r_b)
-        if listing:
-            if listed == keys.shape[0] and hi <= keys[0]:
-                beyond = max(beyond, hi)
-            else:
-                listed, dropped = _heap_push_indexed(keys, candidates, listed, hi, v)
-                beyond = max(beyond, dropped)
-        for i in range(rungs):
-            if lo >= floor[i]:
-                inside[i] += 1
-            elif hi >= ceiling[i]:
-                need = max(need, (hi - lo) / (ceiling[i] - lo))
-    if listing:
-        outside[0] = beyond
-    for i in range(rungs):
-        if inside[i] != ladder[i]:
-            return np.inf
-    return need
-
-
-@njit(cache=True, nogil=True)
 def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, slack):
-    """The test of ``certify_columns`` on a pair's shortlist: f, b, inv_f, inv_b at the M
-    candidates only, m_f and m_b the maxima of the last terms over out-weight (over every
-    node), ``outside`` the bound on every node off the list. 0: certified; -1: the bound
-    off the list is not below a rung's K-th score (a full check must list again); else as
-    ``certify_columns``."""
+    """The certificate on a pair's shortlist: f, b, inv_f, inv_b (1 / out-weight, 0 for
+    none) at the M listed nodes, m_f and m_b the maxima of the last terms over out-weight
+    (over every node), ``outside`` the bound on every node off the list, residual
+    (1 - eta)^(t+1). Returns 0 if the top K is certified at every rung of ``ladder``
+    (increasing); -1 if the bound off the list is not below a rung's K-th score (a full
+    check must list again); inf on a tie at a boundary; else the factor by which the
+    bounds' slack ``hi - lo`` must still shrink (1: check again next term), which only
+    schedules the next check."""
     size = f.shape[0]
     top = ladder[-1]
     if top >= size:
@@ -206,58 +116,6 @@ def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, 
                 need = max(need, (hi[i] - lo[i]) / (ceiling - lo[i]))
         if inside != k:
             return np.inf
-    return need
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _certify_direct(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo, residual,
-                    ladder, slack, need, candidates, outside, scratch):
-    """``certify_columns`` for each pair in ``todo``, its two columns copied into the
-    running thread's own rows of ``scratch`` (threads x 6 x N) first."""
-    weight_lanes = inv_blocks.shape[2]
-    for i in prange(todo.shape[0]):
-        p = todo[i]
-        rows = scratch[get_thread_id()]
-        for side in range(2):
-            c = pairs[p, side]
-            w = weight_of[c]
-            wt, wj = w // weight_lanes, w % weight_lanes
-            sums, xts, inv = rows[side], rows[2 + side], rows[4 + side]
-            for v in range(sums.shape[0]):
-                inv[v] = inv_blocks[wt, v, wj]
-            if dense[c]:
-                t, at = block[c], lane[c]
-                for v in range(sums.shape[0]):
-                    sums[v] = pi[c, v] + pi_blocks[t, v, at]
-                    xts[v] = xb[t, v, at]
-            else:
-                for v in range(sums.shape[0]):
-                    sums[v] = pi[c, v]
-                    xts[v] = x[c, v] * inv[v]
-        need[p] = certify_columns(rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], residual, ladder,
-                                  slack, candidates[p], outside[p:p + 1])
-
-
-def certify_pairs(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
-                  residual, ladder, slack, row_chunks=None, scratch=None, candidates=None, outside=None):
-    """The ``certify_columns`` answer (0: certified; else the factor the bounds must still
-    shrink by) of each pair in ``todo`` (others: nan), pairs of seed
-    columns (forward, backward) read as the Numba power iteration holds them mid-run: a
-    column's partial sum is its row of ``pi`` plus, once dense, its lane of ``pi_blocks``;
-    its last term over out-weight is ``x[c] * inv`` (push) or its lane of ``xb`` (dense,
-    already divided). ``inv_blocks``: 1 / out-weight, weight column w at
-    ``[w // lanes, :, w % lanes]``; ``scratch`` (threads x 6 x N), if given, is reused for
-    the copied rows.
-    ``candidates`` (P x M) and ``outside`` (P), if given, receive each checked pair's
-    shortlist (``certify_columns``)."""
-    n = pi.shape[1]
-    if scratch is None or scratch.shape[0] < get_num_threads():
-        scratch = np.empty((get_num_threads(), 6, n))
-    if candidates is None:
-        candidates, outside = np.empty((len(pairs), 0), dtype=np.int64), np.empty(len(pairs))
-    need = np.full(len(pairs), np.nan)
-    _certify_direct(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo, residual,
-                    ladder, slack, need, candidates, outside, scratch)
     return need
 
 
@@ -305,14 +163,116 @@ def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pa
 def certify_listed(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
                    residual, ladder, slack, row_chunks, candidates, outside):
     """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
-    full check (``certify_pairs``) left in ``candidates`` and ``outside``; the arguments
-    as ``certify_pairs``. Reads O(M) values per pair, plus one pass over the last terms
+    full check (``certify_fused``) left in ``candidates`` and ``outside``; the arguments
+    as ``certify_fused``. Reads O(M) values per pair, plus one pass over the last terms
     for their maxima."""
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
     _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
+    need = np.full(len(pairs), np.nan)
+    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
+                    candidates, outside, residual, ladder, slack, need)
+    return need
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
+               groups, keys, ids, sizes, beyond):
+    """For each group of rows g and listed pair i: the M nodes of largest ``hi`` among the
+    group's rows in a min-heap (keys[g, i], ids[g, i], sizes[g, i]) and the largest ``hi``
+    it left out (beyond[g, i]). Rows go in runs of ``ROWS`` so that a block's rows stay in
+    cache while every pair reads its lanes."""
+    lanes_w = inv_blocks.shape[2]
+    size_cap = keys.shape[2]
+    for g in prange(groups.shape[0] - 1):
+        for i in range(todo.shape[0]):
+            sizes[g, i] = 0
+            beyond[g, i] = 0.0
+        for start in range(groups[g], groups[g + 1], ROWS):
+            stop = min(start + ROWS, groups[g + 1])
+            for i in range(todo.shape[0]):
+                p = todo[i]
+                cf, cb = pairs[p, 0], pairs[p, 1]
+                wf, wb = weight_of[cf], weight_of[cb]
+                m_f, m_b = peak[cf], peak[cb]
+                heap_keys, heap_ids = keys[g, i], ids[g, i]
+                size, left = sizes[g, i], beyond[g, i]
+                for v in range(start, stop):
+                    f = pi[cf, v] + (pi_blocks[block[cf], v, lane[cf]] if dense[cf] else 0.0)
+                    b = pi[cb, v] + (pi_blocks[block[cb], v, lane[cb]] if dense[cb] else 0.0)
+                    inv_f = inv_blocks[wf // lanes_w, v, wf % lanes_w]
+                    inv_b = inv_blocks[wb // lanes_w, v, wb % lanes_w]
+                    r_f = residual * min(1.0, m_f / inv_f) if inv_f > 0.0 else 0.0
+                    r_b = residual * min(1.0, m_b / inv_b) if inv_b > 0.0 else 0.0
+                    hi = (f + r_f) * (b + r_b)
+                    if size == size_cap and hi <= heap_keys[0]:  # most nodes: no call
+                        left = max(left, hi)
+                    else:
+                        size, dropped = _heap_push_indexed(heap_keys, heap_ids, size, hi, v)
+                        left = max(left, dropped)
+                sizes[g, i], beyond[g, i] = size, left
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside):
+    """Each pair's M nodes of largest ``hi`` over all groups, and the largest ``hi`` of the
+    nodes left out (0 if none)."""
+    groups, _, size_cap = keys.shape
+    for i in prange(todo.shape[0]):
+        total = 0
+        for g in range(groups):
+            total += sizes[g, i]
+        all_keys = np.empty(total)
+        all_ids = np.empty(total, dtype=np.int64)
+        at = 0
+        left = 0.0
+        for g in range(groups):
+            for k in range(sizes[g, i]):
+                all_keys[at], all_ids[at] = keys[g, i, k], ids[g, i, k]
+                at += 1
+            left = max(left, beyond[g, i])
+        order = np.argsort(-all_keys)
+        take = min(size_cap, total)
+        p = todo[i]
+        for k in range(size_cap):
+            candidates[p, k] = all_ids[order[k]] if k < take else -1
+        if total > take:
+            left = max(left, all_keys[order[take]])
+        outside[p] = left
+
+
+def certify_fused(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
+                  residual, ladder, slack, row_chunks, candidates, outside, groups=8):
+    """The full check in one pass over the rows for every pair in ``todo``: each pair's
+    shortlist (the M = ``candidates.shape[1]`` nodes of largest ``hi``, M at most N) and the
+    bound on every other node, then ``certify_candidates`` on the list. Sound for the same
+    reason as the shortlist: a node off the list ends at most at its ``hi``, below the
+    bound; if the bound is not below a rung's K-th score the answer is -1 (not certified;
+    a later full check lists again).
+
+    Pairs of seed columns (forward, backward) are read as the Numba power iteration holds
+    them mid-run: a column's partial sum is its row of ``pi`` plus, once dense, its lane of
+    ``pi_blocks``; its last term over out-weight is ``x[c] * inv`` (push) or its lane of
+    ``xb`` (dense, already divided). ``inv_blocks``: 1 / out-weight, weight column w at
+    ``[w // lanes, :, w % lanes]``. ``candidates`` (P x M) and ``outside`` (P) receive each
+    checked pair's list."""
+    n = pi.shape[1]
+    size_cap = candidates.shape[1]
+    cuts = np.unique(np.linspace(0, n, groups + 1).astype(np.int64))
+    keys = np.empty((len(cuts) - 1, len(todo), size_cap))
+    ids = np.empty((len(cuts) - 1, len(todo), size_cap), dtype=np.int64)
+    sizes = np.zeros((len(cuts) - 1, len(todo)), dtype=np.int64)
+    beyond = np.zeros((len(cuts) - 1, len(todo)))
+    columns = np.unique(pairs[todo].ravel())
+    partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
+    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    peak = np.zeros(pi.shape[0])
+    peak[columns] = partial.max(axis=0) if len(partial) else 0.0
+    _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
+               cuts, keys, ids, sizes, beyond)
+    _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside)
     need = np.full(len(pairs), np.nan)
     _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
                     candidates, outside, residual, ladder, slack, need)

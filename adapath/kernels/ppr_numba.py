@@ -44,11 +44,11 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import get_num_threads, njit, prange, types
+from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from adapath.kernels.certify import certify_listed, certify_pairs
+from adapath.kernels.certify import certify_fused, certify_listed
 
 LANES = 32  # seed columns per dense block (measured best with prefetching)
 VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 register)
@@ -444,7 +444,7 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
-                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=2048):
+                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
@@ -499,7 +499,6 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
     laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
-    buffers = None
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         ladder = np.ascontiguousarray(ladder, dtype=np.int64)
@@ -559,11 +558,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                     listed[stale] = False
                     next_check[stale] = term + 1
                 if len(full):
-                    if buffers is None:  # each thread's copied rows, reused check after check
-                        buffers = np.empty((get_num_threads(), 6, n))
-                    need[full] = certify_pairs(*state, full, residual, ladder, slack, row_chunks, buffers,
+                    need[full] = certify_fused(*state, full, residual, ladder, slack, row_chunks,
                                                candidates, outside)[full]
-                    listed[full] = np.isfinite(outside[full])
+                    listed[full] = need[full] >= 0.0  # -1: the list is too short yet
                     # the residual shrinks by (1 - eta) a term (and the sums near the boundary
                     # grow): check again a term before the residual alone would pass; a tie at
                     # a boundary never passes
