@@ -141,3 +141,59 @@ def test_unknown_ppr_solve_is_one_clear_error():
 
     with pytest.raises(InputError, match="ppr 'fast': choose exact or certified"):
         BankConfig(ppr="fast").check()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shortlist_checks_certify_only_the_dense_solves_top_k(seed):
+    """With a shortlist far smaller than the graph, later checks read the listed nodes
+    only; every pair that stopped still has the exact top K at every rung."""
+    graph = random_graph(seed + 10, n=300, m=1500)
+    _, _, weights = random_weights(graph, 6, seed)
+    topics, answers = pairs_of(graph, 6, seed)
+    engine = PPREngine(graph, tol=1e-14, certify_from=3, shortlist=24)  # 4 x the top rung: 64
+    result = engine.bidirectional(weights, topics, answers, ladder=LADDER)
+    assert np.any(result.stopped < series_terms(0.85, 1e-14))
+    for j in range(6):
+        rho = dense_ppr(graph, weights, j, topics[j]) * dense_ppr(graph, weights, j, answers[j])
+        ours = result.forward[:, j] * result.backward[:, j]
+        for k in LADDER:
+            assert top_k(ours, k) == top_k(rho, k), (j, k, result.stopped[j])
+
+
+def test_listed_check_refuses_when_the_bound_off_the_list_is_too_loose():
+    """certify_candidates on hand-made values: a clear top 2 is certified when nothing off
+    the list can reach it, refused (-1: list again) when the outside bound reaches the
+    2nd score, and a tie at the boundary is never certified."""
+    from adapath.kernels.certify import certify_candidates
+
+    f = np.array([1.0, 0.9, 0.1, 0.05])
+    b = np.ones(4)
+    inv = np.ones(4)
+    ladder = np.array([2])
+    assert certify_candidates(f, b, inv, inv, 0.0, 0.0, 0.01, 1e-3, ladder, 0.0) == 0.0
+    assert certify_candidates(f, b, inv, inv, 0.0, 0.0, 0.95, 1e-3, ladder, 0.0) == -1.0
+    tied = np.array([1.0, 0.9, 0.9, 0.05])
+    assert certify_candidates(tied, b, inv, inv, 0.0, 0.0, 0.01, 1e-3, ladder, 0.0) == np.inf
+    # the last term's mass could still lift node 2 above node 1: not yet
+    assert certify_candidates(f, b, inv, inv, 1.0, 1.0, 0.01, 0.6, ladder, 0.0) > 0.0
+
+
+def test_certified_bank_climbing_the_ladder_matches_the_exact_bank(tmp_path):
+    """The certified build certifies the first rung only; a pair whose corridor climbs is
+    solved again at every rung, so a ladder whose first rung is too small to connect
+    topic and answer still gives the exact build's paths."""
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=6)
+    queries = training_queries(QueryGenerator(graph).generate(6, seed=4))
+    columns = ["query_id", "pair", "hop", "rank", "node_ids", "relations", "corridor_k"]
+    tables = {}
+    for ppr in ("exact", "certified"):
+        build_bank(graph, queries, tmp_path / ppr, BankConfig(batch=3, ppr=ppr, ladder=(1, 30, 60)))
+        tables[ppr] = BankStore(tmp_path / ppr).read_paths(columns).to_pylist()
+    assert any(row["corridor_k"] > 1 for row in tables["exact"])  # corridors did climb
+    assert tables["exact"] and tables["certified"] == tables["exact"]

@@ -153,26 +153,56 @@ class BatchRunner:
         seconds["weights"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
-        certified = c.ppr == "certified"
-        result = self.ppr.bidirectional(weights, [p.topic for p in pairs], [p.answer for p in pairs], cols,
-                                        ladder=c.ladder if certified else None, slack=c.certify_slack)
+        topics, answers = [p.topic for p in pairs], [p.answer for p in pairs]
+        if c.ppr == "certified":
+            # certify the first rung only: almost every corridor stops there
+            result = self.ppr.bidirectional(weights, topics, answers, cols, ladder=c.ladder[:1],
+                                            slack=c.certify_slack)
+        else:
+            result = self.ppr.bidirectional(weights, topics, answers, cols)
+        rhos = [result.forward[:, j] * result.backward[:, j] for j in range(len(pairs))]
         seconds["ppr"] += time.perf_counter() - clock
 
-        def one(j: int) -> tuple[list[dict], float, float]:
-            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]],
-                                   result.forward[:, j] * result.backward[:, j])
+        corridors: list = [None] * len(pairs)
+        if c.ppr == "certified":
+            # a pair whose corridor climbs the ladder (or falls back to the bounded search,
+            # which ranks by rho) is solved again, certified at every rung
+            def corridor(j: int):
+                clock = time.perf_counter()
+                built = self._corridor_builder().build(rhos[j], topics[j], answers[j])
+                return built, time.perf_counter() - clock
 
-        if self.threads > 1 and len(pairs) > 1:
-            with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                outputs = list(pool.map(one, range(len(pairs))))
-        else:
-            outputs = [one(j) for j in range(len(pairs))]
+            built = self._map(corridor, len(pairs))
+            corridors = [cor for cor, _ in built]
+            seconds["corridor"] += sum(s for _, s in built)  # per pair, as in _pair_rows
+            climbed = [j for j, cor in enumerate(corridors)
+                       if cor.k != c.ladder[0] and cor.fallback != "unreachable"]
+            if climbed:
+                clock = time.perf_counter()
+                again = self.ppr.bidirectional(weights, [topics[j] for j in climbed], [answers[j] for j in climbed],
+                                               cols[climbed], ladder=c.ladder, slack=c.certify_slack)
+                for i, j in enumerate(climbed):
+                    rhos[j] = again.forward[:, i] * again.backward[:, i]
+                    corridors[j] = None
+                seconds["ppr"] += time.perf_counter() - clock
+
+        def one(j: int) -> tuple[list[dict], float, float]:
+            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]], rhos[j], corridors[j])
+
+        outputs = self._map(one, len(pairs))
         rows = []
         for pair_rows, corridor_s, paths_s in outputs:
             rows += pair_rows
             seconds["corridor"] += corridor_s
             seconds["paths"] += paths_s
         return rows
+
+    def _map(self, work, count: int) -> list:
+        """``work(j)`` for j in range(count), on the runner's threads."""
+        if self.threads > 1 and count > 1:
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
+                return list(pool.map(work, range(count)))
+        return [work(j) for j in range(count)]
 
     def _corridor_builder(self) -> CorridorBuilder:
         """One builder per thread: a builder keeps a scratch array."""
@@ -181,12 +211,14 @@ class BatchRunner:
             builder = self._local.corridors = CorridorBuilder(self.graph, self.config.ladder, self.config.max_hop)
         return builder
 
-    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray):
-        """Corridor, path search and rows of one pair; its corridor and path seconds."""
+    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray, corridor=None):
+        """Corridor (unless given), path search and rows of one pair; its corridor and path
+        seconds."""
         g, c = self.graph, self.config
         corridors = self._corridor_builder()
         clock = time.perf_counter()
-        corridor = corridors.build(rho, pair.topic, pair.answer)
+        if corridor is None:
+            corridor = corridors.build(rho, pair.topic, pair.answer)
         local = corridor_graph(g, corridors, corridor, a, b, rho, c.alpha)
         corridor_s = time.perf_counter() - clock
         clock = time.perf_counter()

@@ -26,6 +26,7 @@ class Corridor:
     nodes: np.ndarray  # global node indices, topic and answer included
     k: int  # the rung used (0 when the bounded search produced it)
     fallback: str  # "" | "ladder" | "bounded-search" | "unreachable"
+    induced: tuple | None = None  # (local src, local dst, global half-edge), when the ladder found it
 
 
 class CorridorBuilder:
@@ -63,7 +64,7 @@ class CorridorBuilder:
             top = order[:k]
             nodes = np.union1d(top, [topic, answer])
             if self._connected(nodes, int(np.searchsorted(nodes, topic)), int(np.searchsorted(nodes, answer))):
-                return Corridor(nodes, k, "" if rung == 0 else "ladder")
+                return Corridor(nodes, k, "" if rung == 0 else "ladder", self.induced(nodes))
         return self._bounded_search(rho, topic, answer)
 
     def _bounded_search(self, rho, topic, answer) -> Corridor:

@@ -95,7 +95,7 @@ def corridor_graph(graph: KnowledgeGraph, builder: CorridorBuilder, corridor: Co
     """Local CSR of the corridor with Eq. 5 costs for one query (a: R, b: N, rho: N)."""
     nodes = corridor.nodes
     n = len(nodes)
-    src, dst, edge = builder.induced(nodes)
+    src, dst, edge = corridor.induced if corridor.induced is not None else builder.induced(nodes)
     rel = graph.rel[edge].astype(np.int64)
     gu, gv = nodes[src], nodes[dst]
     w = a[rel] + b[gu] + b[gv]

@@ -67,7 +67,8 @@ def _to_device(matrix, xp, sparse):
 
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
-                 eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5):
+                 eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5,
+                 shortlist: int = 512):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")
@@ -76,6 +77,7 @@ class PPREngine:
         self.graph, self.device, self.backend = graph, device, backend
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
         self.certify_from = certify_from  # certified solve: the first term checked
+        self.shortlist = shortlist  # certified solve: candidates a pair keeps after its full check
         self._ops = None
         self._bounds = None
         self._xp = np
@@ -114,7 +116,7 @@ class PPREngine:
                                    np.asarray(weights.b), seeds, self.eta, self.tol,
                                    self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
                                    pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
-                                   certify_from=self.certify_from)
+                                   certify_from=self.certify_from, shortlist=self.shortlist)
         xp = self._xp
         ops = self._operators()
         columns = xp.asarray(weight_of)

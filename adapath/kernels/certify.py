@@ -26,6 +26,15 @@ full solve). The corridor may climb the K ladder, so a pair stops only when ever
 certified. With ``slack`` d > 0 the test is ``hi < (1 + d) * L`` instead: no node left
 out can end more than a factor (1 + d) above the weakest node kept (d = 0: the exact
 certificate).
+
+Checks run on a shortlist. Every ``hi`` is an upper bound on the final ``rho`` (the bounds
+only tighten: ``f_{t+1} + R_{t+1} <= f_t + R_t``), so a full check (``certify_fused``, one
+pass over the rows for every pair) keeps the M nodes of largest ``hi`` as the pair's
+candidates and ``H``, the largest ``hi`` of the nodes it left out: no node off the list can
+ever end above ``H``. A check (``certify_candidates``) reads only the candidates: if ``H``
+is below the K-th largest ``lo`` among them (so no node off the list can reach the top K,
+nor tie at its boundary) and the candidates pass the test above, the top-K set is final.
+The checks after the first are O(M) per pair instead of O(N).
 """
 
 from __future__ import annotations
@@ -33,136 +42,238 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+ROWS = 512  # rows per run of the fused full check (a block's rows stay in cache)
+
 
 @njit(cache=True, nogil=True)
-def _heap_push(heap, size, value):
-    """Keep the ``len(heap)`` largest values seen in a min-heap; returns the new size."""
-    if size < heap.shape[0]:
+def _heap_push_indexed(keys, ids, size, key, index):
+    """Keep the ``len(keys)`` largest keys seen, each with its index, in a min-heap; returns
+    (new size, the key that left the heap or was refused, -inf if none)."""
+    if size < keys.shape[0]:
         i = size
-        heap[i] = value
+        keys[i], ids[i] = key, index
         while i > 0:
             parent = (i - 1) // 2
-            if heap[parent] <= heap[i]:
+            if keys[parent] <= keys[i]:
                 break
-            heap[parent], heap[i] = heap[i], heap[parent]
+            keys[parent], keys[i] = keys[i], keys[parent]
+            ids[parent], ids[i] = ids[i], ids[parent]
             i = parent
-        return size + 1
-    if value <= heap[0]:
-        return size
-    heap[0] = value
+        return size + 1, -np.inf
+    if key <= keys[0]:
+        return size, key
+    dropped = keys[0]
+    keys[0], ids[0] = key, index
     i = 0
     while True:
         left, smallest = 2 * i + 1, i
-        if left < size and heap[left] < heap[smallest]:
+        if left < size and keys[left] < keys[smallest]:
             smallest = left
-        if left + 1 < size and heap[left + 1] < heap[smallest]:
+        if left + 1 < size and keys[left + 1] < keys[smallest]:
             smallest = left + 1
         if smallest == i:
-            return size
-        heap[i], heap[smallest] = heap[smallest], heap[i]
+            return size, dropped
+        keys[i], keys[smallest] = keys[smallest], keys[i]
+        ids[i], ids[smallest] = ids[smallest], ids[i]
         i = smallest
 
 
 @njit(cache=True, nogil=True)
-def certify_columns(f, b, xt_f, xt_b, inv_f, inv_b, residual, ladder, slack):
-    """0 if the top-K of ``f * b`` is certified at every K of ``ladder`` (increasing); else
-    the factor by which the bounds' slack ``hi - lo`` must still shrink (1: check again next
-    term; inf: a tie at a boundary or K above the node count, never certified). The factor
-    only schedules the next check.
-
-    f, b: the two partial sums; xt_f, xt_b: the last term divided by out-weight (any
-    non-negative array whose maximum is m_t); inv_f, inv_b: 1 / out-weight (0: no
-    out-weight, so no mass arrives); residual: (1 - eta)^(t+1)."""
-    n = f.shape[0]
-    m_f = 0.0
-    m_b = 0.0
-    for v in range(n):
-        m_f = max(m_f, xt_f[v])
-        m_b = max(m_b, xt_b[v])
+def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, slack):
+    """The certificate on a pair's shortlist: f, b, inv_f, inv_b (1 / out-weight, 0 for
+    none) at the M listed nodes, m_f and m_b the maxima of the last terms over out-weight
+    (over every node), ``outside`` the bound on every node off the list, residual
+    (1 - eta)^(t+1). Returns 0 if the top K is certified at every rung of ``ladder``
+    (increasing); -1 if the bound off the list is not below a rung's K-th score (a full
+    check must list again); inf on a tie at a boundary; else the factor by which the
+    bounds' slack ``hi - lo`` must still shrink (1: check again next term), which only
+    schedules the next check."""
+    size = f.shape[0]
     top = ladder[-1]
-    if top > n:
-        return np.inf
-    heap = np.empty(top)
-    size = 0
-    for v in range(n):
-        size = _heap_push(heap, size, f[v] * b[v])
-    ranked = np.sort(heap)[::-1]
-    rungs = ladder.shape[0]
-    floor = np.empty(rungs)
-    ceiling = np.empty(rungs)
-    inside = np.zeros(rungs, dtype=np.int64)
-    for i in range(rungs):
-        floor[i] = ranked[ladder[i] - 1]
-        ceiling[i] = (1.0 + slack) * floor[i]
-        if floor[i] <= 0.0:
-            return 1.0  # fewer than K nodes reached from both ends yet: check next term
+    if top >= size:
+        return -1.0
+    lo = np.empty(size)
+    hi = np.empty(size)
+    for i in range(size):
+        lo[i] = f[i] * b[i]
+        r_f = residual * min(1.0, m_f / inv_f[i]) if inv_f[i] > 0.0 else 0.0
+        r_b = residual * min(1.0, m_b / inv_b[i]) if inv_b[i] > 0.0 else 0.0
+        hi[i] = (f[i] + r_f) * (b[i] + r_b)
+    ranked = np.sort(lo)[::-1]
     need = 0.0
-    for v in range(n):
-        lo = f[v] * b[v]
-        r_f = residual * min(1.0, m_f / inv_f[v]) if inv_f[v] > 0.0 else 0.0
-        r_b = residual * min(1.0, m_b / inv_b[v]) if inv_b[v] > 0.0 else 0.0
-        hi = (f[v] + r_f) * (b[v] + r_b)
-        for i in range(rungs):
-            if lo >= floor[i]:
-                inside[i] += 1
-            elif hi >= ceiling[i]:
-                need = max(need, (hi - lo) / (ceiling[i] - lo))
-    for i in range(rungs):
-        if inside[i] != ladder[i]:
+    for k in ladder:
+        floor = ranked[k - 1]
+        if floor <= 0.0:
+            return 1.0
+        if outside >= floor:
+            return -1.0
+        ceiling = (1.0 + slack) * floor
+        inside = 0
+        for i in range(size):
+            if lo[i] >= floor:
+                inside += 1
+            elif hi[i] >= ceiling:
+                need = max(need, (hi[i] - lo[i]) / (ceiling - lo[i]))
+        if inside != k:
             return np.inf
     return need
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _gather(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks,
-            sums, xts):
-    """Each listed column's partial sum and last term over out-weight, as contiguous rows;
-    row chunk by row chunk, so that reading the lanes of the dense blocks stays in cache."""
+def _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
+    """partial[chunk, i]: the largest last term over out-weight of column ``columns[i]``
+    in the rows of one chunk."""
     for chunk in prange(row_chunks.shape[0] - 1):
         lo, hi = row_chunks[chunk], row_chunks[chunk + 1]
         for i in range(columns.shape[0]):
             c = columns[i]
-            w = weight_of[c]
+            m = 0.0
             if dense[c]:
                 t, at = block[c], lane[c]
                 for v in range(lo, hi):
-                    sums[i, v] = pi[c, v] + pi_blocks[t, v, at]
-                    xts[i, v] = xb[t, v, at]
+                    m = max(m, xb[t, v, at])
             else:
+                w = weight_of[c]
+                wt, wj = w // inv_blocks.shape[2], w % inv_blocks.shape[2]
                 for v in range(lo, hi):
-                    sums[i, v] = pi[c, v]
-                    xts[i, v] = x[c, v] * inv_cols[w, v]
+                    m = max(m, x[c, v] * inv_blocks[wt, v, wj])
+            partial[chunk, i] = m
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _certify_rows(sums, xts, inv_cols, weight_of, columns, slot, pairs, todo, residual, ladder,
-                  slack, need):
+def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
+                    candidates, outside, residual, ladder, slack, need):
     for i in prange(todo.shape[0]):
         p = todo[i]
-        f, b = slot[pairs[p, 0]], slot[pairs[p, 1]]
-        need[p] = certify_columns(sums[f], sums[b], xts[f], xts[b],
-                                       inv_cols[weight_of[columns[f]]], inv_cols[weight_of[columns[b]]],
-                                       residual, ladder, slack)
+        cf, cb = pairs[p, 0], pairs[p, 1]
+        size = candidates.shape[1]
+        f, b = np.empty(size), np.empty(size)
+        inv_f, inv_b = np.empty(size), np.empty(size)
+        for k in range(size):
+            v = candidates[p, k]
+            f[k] = pi[cf, v] + (pi_blocks[block[cf], v, lane[cf]] if dense[cf] else 0.0)
+            b[k] = pi[cb, v] + (pi_blocks[block[cb], v, lane[cb]] if dense[cb] else 0.0)
+            wf, wb = weight_of[cf], weight_of[cb]
+            inv_f[k] = inv_blocks[wf // inv_blocks.shape[2], v, wf % inv_blocks.shape[2]]
+            inv_b[k] = inv_blocks[wb // inv_blocks.shape[2], v, wb % inv_blocks.shape[2]]
+        need[p] = certify_candidates(f, b, inv_f, inv_b, peak[cf], peak[cb], outside[p], residual,
+                                     ladder, slack)
 
 
-def certify_pairs(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, pairs, todo,
-                  residual, ladder, slack, row_chunks, buffers=None):
-    """The ``certify_columns`` answer (0: certified; else the factor the bounds must still
-    shrink by) of each pair in ``todo`` (others: nan), pairs of seed
-    columns (forward, backward) read as the Numba power iteration holds them mid-run: a
-    column's partial sum is its row of ``pi`` plus, once dense, its lane of ``pi_blocks``;
-    its last term over out-weight is ``x[c] * inv_cols[w]`` (push) or its lane of ``xb``
-    (dense, already divided). ``inv_cols``: 1 / out-weight, one row per weight column;
-    ``buffers`` (2 x at least the columns x N), if given, are reused for the gathered rows."""
+def certify_listed(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
+                   residual, ladder, slack, row_chunks, candidates, outside):
+    """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
+    full check (``certify_fused``) left in ``candidates`` and ``outside``; the arguments
+    as ``certify_fused``. Reads O(M) values per pair, plus one pass over the last terms
+    for their maxima."""
     columns = np.unique(pairs[todo].ravel())
-    slot = np.full(pi.shape[0], -1, dtype=np.int64)
-    slot[columns] = np.arange(len(columns))
-    n = pi.shape[1]
-    if buffers is None:
-        buffers = np.empty((2, len(columns), n))
-    sums, xts = buffers[0, :len(columns)], buffers[1, :len(columns)]
-    _gather(pi, pi_blocks, x, xb, inv_cols, dense, block, lane, weight_of, columns, row_chunks, sums, xts)
+    partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
+    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    peak = np.zeros(pi.shape[0])
+    peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     need = np.full(len(pairs), np.nan)
-    _certify_rows(sums, xts, inv_cols, weight_of, columns, slot, pairs, todo, residual, ladder, slack,
-                  need)
+    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
+                    candidates, outside, residual, ladder, slack, need)
+    return need
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
+               groups, keys, ids, sizes, beyond):
+    """For each group of rows g and listed pair i: the M nodes of largest ``hi`` among the
+    group's rows in a min-heap (keys[g, i], ids[g, i], sizes[g, i]) and the largest ``hi``
+    it left out (beyond[g, i]). Rows go in runs of ``ROWS`` so that a block's rows stay in
+    cache while every pair reads its lanes."""
+    lanes_w = inv_blocks.shape[2]
+    size_cap = keys.shape[2]
+    for g in prange(groups.shape[0] - 1):
+        for i in range(todo.shape[0]):
+            sizes[g, i] = 0
+            beyond[g, i] = 0.0
+        for start in range(groups[g], groups[g + 1], ROWS):
+            stop = min(start + ROWS, groups[g + 1])
+            for i in range(todo.shape[0]):
+                p = todo[i]
+                cf, cb = pairs[p, 0], pairs[p, 1]
+                wf, wb = weight_of[cf], weight_of[cb]
+                m_f, m_b = peak[cf], peak[cb]
+                heap_keys, heap_ids = keys[g, i], ids[g, i]
+                size, left = sizes[g, i], beyond[g, i]
+                for v in range(start, stop):
+                    f = pi[cf, v] + (pi_blocks[block[cf], v, lane[cf]] if dense[cf] else 0.0)
+                    b = pi[cb, v] + (pi_blocks[block[cb], v, lane[cb]] if dense[cb] else 0.0)
+                    inv_f = inv_blocks[wf // lanes_w, v, wf % lanes_w]
+                    inv_b = inv_blocks[wb // lanes_w, v, wb % lanes_w]
+                    r_f = residual * min(1.0, m_f / inv_f) if inv_f > 0.0 else 0.0
+                    r_b = residual * min(1.0, m_b / inv_b) if inv_b > 0.0 else 0.0
+                    hi = (f + r_f) * (b + r_b)
+                    if size == size_cap and hi <= heap_keys[0]:  # most nodes: no call
+                        left = max(left, hi)
+                    else:
+                        size, dropped = _heap_push_indexed(heap_keys, heap_ids, size, hi, v)
+                        left = max(left, dropped)
+                sizes[g, i], beyond[g, i] = size, left
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside):
+    """Each pair's M nodes of largest ``hi`` over all groups, and the largest ``hi`` of the
+    nodes left out (0 if none)."""
+    groups, _, size_cap = keys.shape
+    for i in prange(todo.shape[0]):
+        total = 0
+        for g in range(groups):
+            total += sizes[g, i]
+        all_keys = np.empty(total)
+        all_ids = np.empty(total, dtype=np.int64)
+        at = 0
+        left = 0.0
+        for g in range(groups):
+            for k in range(sizes[g, i]):
+                all_keys[at], all_ids[at] = keys[g, i, k], ids[g, i, k]
+                at += 1
+            left = max(left, beyond[g, i])
+        order = np.argsort(-all_keys)
+        take = min(size_cap, total)
+        p = todo[i]
+        for k in range(size_cap):
+            candidates[p, k] = all_ids[order[k]] if k < take else -1
+        if total > take:
+            left = max(left, all_keys[order[take]])
+        outside[p] = left
+
+
+def certify_fused(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
+                  residual, ladder, slack, row_chunks, candidates, outside, groups=8):
+    """The full check in one pass over the rows for every pair in ``todo``: each pair's
+    shortlist (the M = ``candidates.shape[1]`` nodes of largest ``hi``, M at most N) and the
+    bound on every other node, then ``certify_candidates`` on the list. Sound for the same
+    reason as the shortlist: a node off the list ends at most at its ``hi``, below the
+    bound; if the bound is not below a rung's K-th score the answer is -1 (not certified;
+    a later full check lists again).
+
+    Pairs of seed columns (forward, backward) are read as the Numba power iteration holds
+    them mid-run: a column's partial sum is its row of ``pi`` plus, once dense, its lane of
+    ``pi_blocks``; its last term over out-weight is ``x[c] * inv`` (push) or its lane of
+    ``xb`` (dense, already divided). ``inv_blocks``: 1 / out-weight, weight column w at
+    ``[w // lanes, :, w % lanes]``. ``candidates`` (P x M) and ``outside`` (P) receive each
+    checked pair's list."""
+    n = pi.shape[1]
+    size_cap = candidates.shape[1]
+    cuts = np.unique(np.linspace(0, n, groups + 1).astype(np.int64))
+    keys = np.empty((len(cuts) - 1, len(todo), size_cap))
+    ids = np.empty((len(cuts) - 1, len(todo), size_cap), dtype=np.int64)
+    sizes = np.zeros((len(cuts) - 1, len(todo)), dtype=np.int64)
+    beyond = np.zeros((len(cuts) - 1, len(todo)))
+    columns = np.unique(pairs[todo].ravel())
+    partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
+    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    peak = np.zeros(pi.shape[0])
+    peak[columns] = partial.max(axis=0) if len(partial) else 0.0
+    _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
+               cuts, keys, ids, sizes, beyond)
+    _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside)
+    need = np.full(len(pairs), np.nan)
+    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
+                    candidates, outside, residual, ladder, slack, need)
     return need

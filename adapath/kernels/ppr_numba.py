@@ -48,7 +48,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from adapath.kernels.certify import certify_pairs
+from adapath.kernels.certify import certify_fused, certify_listed
 
 LANES = 32  # seed columns per dense block (measured best with prefetching)
 VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 register)
@@ -379,6 +379,16 @@ def _move_lanes(source, source_block, source_lane, target, target_block, target_
                 target[u, v, to] = source[t, v, at]
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _zero_lanes(xb, block, lane, columns, bounds):
+    """Zero each listed column's lane, row chunk by chunk."""
+    for chunk in prange(bounds.shape[0] - 1):
+        for i in range(columns.shape[0]):
+            t, at = block[columns[i]], lane[columns[i]]
+            for v in range(bounds[chunk], bounds[chunk + 1]):
+                xb[t, v, at] = 0.0
+
+
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
     """1 / out-weight of every node for every weight column (0 where a node has none), in
     blocks: weight column w at ``[w // lanes, :, w % lanes]``."""
@@ -434,7 +444,7 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
-                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5):
+                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
@@ -451,7 +461,10 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     which each pair stopped (``terms`` if it ran to the end). The first check comes at term
     ``certify_from`` (5): before it the residual (1 - eta)^(t+1) still exceeds the scores at
     a corridor's boundary on PrimeKG-sized graphs, and no pair was ever certified there in
-    measurements, so earlier checks only cost time.
+    measurements, so earlier checks only cost time. A pair's first check reads every node
+    and keeps a shortlist of its ``shortlist`` (at least 4 x the top rung) most promising
+    nodes with a bound on all others; its later checks, every term, read the shortlist only
+    (``certify_listed``), and go back to a full check when that bound is too loose.
     """
     n = indptr.shape[0] - 1
     weights = a.shape[1]
@@ -462,7 +475,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     chunks = bounds.shape[0] - 1
     row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
     a = np.ascontiguousarray(a, dtype=np.float64)
-    b_cols = np.ascontiguousarray(np.asarray(b, dtype=np.float64).T)
+    b_rows = np.ascontiguousarray(b, dtype=np.float64)
+    b_cols = np.ascontiguousarray(b_rows.T)
     inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
     halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights)
     lanes = halves * slots
@@ -485,13 +499,16 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
     laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
-    inv_cols = buffers = None
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         ladder = np.ascontiguousarray(ladder, dtype=np.int64)
         pair_done = np.zeros(len(pairs), dtype=bool)
         pair_terms = np.full(len(pairs), terms, dtype=np.int64)
         next_check = np.zeros(len(pairs))
+        # each pair's shortlist from its last full check (certify.py): later checks read it only
+        listed = np.zeros(len(pairs), dtype=bool)
+        candidates = np.full((len(pairs), min(n, max(shortlist, 4 * int(ladder[-1])))), -1, dtype=np.int64)
+        outside = np.full(len(pairs), np.inf)
     for term in range(1, terms + 1):
         scale *= 1.0 - eta
         pushing = np.flatnonzero(sparse & ~finished)
@@ -500,7 +517,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
         if len(leaving) and xb is None:
             dtype = np.float32 if mixed_precision else np.float64
-            low = (to_blocks(a, slots, slot_weight, dtype), to_blocks(b_cols.T, slots, slot_weight, dtype),
+            low = (to_blocks(a, slots, slot_weight, dtype), to_blocks(b_rows, slots, slot_weight, dtype),
                    np.empty((blocks, n, slots), dtype=dtype))
             _regroup(inv_weights, slot_weight, low[2])
             pi_blocks = np.zeros((blocks, n, lanes))
@@ -524,24 +541,32 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                   scratch, dense, term == terms)
             xb, xb_next = xb_next, xb
         if certifying and certify_from <= term < terms:
-            todo = np.flatnonzero(~pair_done & (next_check <= term))
+            full = np.flatnonzero(~pair_done & ~listed & (next_check <= term))
+            short = np.flatnonzero(~pair_done & listed)  # cheap: every term
+            todo = np.union1d(full, short)
             if len(todo):
                 is_dense = ~sparse & ~stuck
-                if buffers is None:  # gathered rows, reused check after check
-                    buffers = np.empty((2, count, n))
-                if inv_cols is None:  # 1 / out-weight, one contiguous row per weight column
-                    inv_cols = np.ascontiguousarray(
-                        inv_weights.transpose(0, 2, 1).reshape(-1, n)[:weights])
-                need = certify_pairs(pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
-                                   x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
-                                   inv_cols, is_dense, block, lane, weight_of, pairs, todo,
-                                   (1.0 - eta) ** (term + 1), ladder, slack, row_chunks, buffers)
+                state = (pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
+                         x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
+                         inv_weights, is_dense, block, lane, weight_of, pairs)
+                residual = (1.0 - eta) ** (term + 1)
+                need = np.full(len(pairs), np.nan)
+                if len(short):
+                    need[short] = certify_listed(*state, short, residual, ladder, slack, row_chunks,
+                                                 candidates, outside)[short]
+                    stale = short[need[short] < 0.0]  # the list's outside bound is too loose
+                    listed[stale] = False
+                    next_check[stale] = term + 1
+                if len(full):
+                    need[full] = certify_fused(*state, full, residual, ladder, slack, row_chunks,
+                                               candidates, outside)[full]
+                    listed[full] = need[full] >= 0.0  # -1: the list is too short yet
+                    # the residual shrinks by (1 - eta) a term (and the sums near the boundary
+                    # grow): check again a term before the residual alone would pass; a tie at
+                    # a boundary never passes
+                    wait = np.log(np.maximum(need[full], 1.0)) / -np.log(1.0 - eta)
+                    next_check[full] = term + np.maximum(1, np.floor(np.minimum(wait, terms)) - 1)
                 ok = need == 0.0
-                # the residual shrinks by (1 - eta) a term (and the sums near the boundary
-                # grow): check again a term before the residual alone would pass; a tie at a
-                # boundary never passes
-                wait = np.log(np.maximum(need[todo], 1.0)) / -np.log(1.0 - eta)
-                next_check[todo] = term + np.maximum(1, np.floor(np.minimum(wait, terms)) - 1)
                 pair_terms[todo[ok[todo]]] = term
                 pair_done |= ok
                 needed = np.zeros(count, dtype=bool)
@@ -549,8 +574,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                 newly = np.flatnonzero(~needed & ~finished)
                 if len(newly):
                     finished[newly] = True
-                    for c in newly[is_dense[newly]]:
-                        xb[block[c], :, lane[c]] = 0.0  # a stopped lane adds nothing more
+                    if is_dense[newly].any():  # a stopped lane adds nothing more
+                        _zero_lanes(xb, block, lane, newly[is_dense[newly]], row_chunks)
                     live = np.flatnonzero(is_dense & ~finished)
                     keep = np.flatnonzero(~finished & ~stuck)
                     if xb is not None and len(live):
@@ -563,7 +588,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                             new_block = np.zeros(count, dtype=np.int64)
                             new_lane = np.zeros(count, dtype=np.int64)
                             new_block[keep], new_lane[keep] = layout[4], layout[5]
-                            low = (to_blocks(a, s2, layout[3], dtype), to_blocks(b_cols.T, s2, layout[3], dtype),
+                            low = (to_blocks(a, s2, layout[3], dtype), to_blocks(b_rows, s2, layout[3], dtype),
                                    np.empty((b2, n, s2), dtype=dtype))
                             _regroup(inv_weights, layout[3], low[2])
                             moved = np.zeros((b2, n, (h2 + 1) * s2), dtype=dtype)
