@@ -411,9 +411,13 @@ def main() -> None:
         if cupy.cuda.runtime.getDeviceCount() > 0:
             for name, cfg in solves.items():
                 gpu = dataclasses.replace(cfg, batch=max(args.batch, 256), device="cuda")
-                _, _, gpu_total, _ = ours(graph, kg_dir, single, gpu, work, f"gpu-{name}")
+                _, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu, work, f"gpu-{name}")
                 result.setdefault("gpu_queries_per_s", {})[name] = n_ours / gpu_total
+                result.setdefault("gpu_stage_ms", {})[name] = {k: 1000 * v / n_ours for k, v in gpu_seconds.items()}
             print("GPU queries/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in result["gpu_queries_per_s"].items()))
+            print("GPU ms/query by stage (corridor and paths: thread-seconds): " + "; ".join(
+                f"{name} " + ", ".join(f"{k} {v:,.1f}" for k, v in stages.items())
+                for name, stages in result["gpu_stage_ms"].items()))
     except ImportError:
         print("GPU: not available (no CuPy on this machine)")
     if args.curve:

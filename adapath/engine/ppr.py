@@ -126,9 +126,10 @@ class PPREngine:
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
             xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
             pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from)
-        if xp is not np:
+        pi = xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
+        if xp is not np:                  # the corridor reads one column per pair
             pi = xp.asnumpy(pi)
-        return pi, iterations, change
+        return pi.T, iterations, change
 
     def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
                       slack: float = 0.0) -> PPRResult:
