@@ -7,7 +7,7 @@ triples runs as one power iteration of up to 2n columns (a repeated seed and que
 both directions walking with their query's weight column, weights computed on the fly.
 
 Backends: ``numba`` (CPU, fused kernel, parallel over rows), ``scipy`` (the array-namespace
-kernel on SciPy sparse), ``cupy`` (the same kernel on the GPU). The device is chosen
+kernel on SciPy sparse), ``cupy`` (the same kernel on the GPU, its weighted step one Numba CUDA kernel). The device is chosen
 explicitly; CuPy is imported only for ``device="cuda"``.
 """
 
@@ -68,7 +68,7 @@ def _to_device(matrix, xp, sparse):
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
                  eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5,
-                 shortlist: int = 512):
+                 shortlist: int = 512, fused: bool = True):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")
@@ -78,8 +78,10 @@ class PPREngine:
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
         self.certify_from = certify_from  # certified solve: the first term checked
         self.shortlist = shortlist  # certified solve: candidates a pair keeps after its full check
+        self.fused = fused  # cupy: the one-kernel weighted step (False: one sparse product per relation)
         self._ops = None
         self._bounds = None
+        self._step = None
         self._xp = np
         if backend == "cupy":
             try:
@@ -100,6 +102,22 @@ class PPREngine:
         if self._ops is None:
             self._ops = _SparseOperators(self.graph, self._xp, self._sparse)
         return self._ops
+
+    def _fused_step(self):
+        """The weighted step as one CUDA kernel over the graph's CSR, kept on the device."""
+        if self._step is None:
+            from adapath.kernels.ppr_cuda import weighted_step
+
+            xp, g = self._xp, self.graph
+            indptr = xp.asarray(np.asarray(g.indptr, dtype=np.int64))
+            indices = xp.asarray(np.asarray(g.indices, dtype=np.int32))
+            rel = xp.asarray(np.asarray(g.rel, dtype=np.int32))
+
+            def step(xt, a, b):
+                return weighted_step(indptr, indices, rel, a, b, xt, xp.empty_like(xt))
+
+            self._step = step
+        return self._step
 
     def personalized(self, weights: QueryWeights, seeds, weight_of=None, pairs=None, ladder=None,
                      slack: float = 0.0, stopped=None) -> tuple[np.ndarray, int, float]:
@@ -125,7 +143,8 @@ class PPREngine:
         pi, iterations, change = power_iteration_xp(
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
             xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
-            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from)
+            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from,
+            step=self._fused_step() if self.backend == "cupy" and self.fused else None)
         pi = xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
         if xp is not np:                  # the corridor reads one column per pair
             pi = xp.asnumpy(pi)

@@ -42,12 +42,14 @@ def certified_xp(xp, pi, x, out, pairs, residual, ladder, slack):
 
 def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds, eta=0.85,
                        tol=1e-8, max_iter=200, low=None, pairs=None, ladder=None, slack=0.0,
-                       stopped=None, certify_from=5):
+                       stopped=None, certify_from=5, step=None):
     """adjacency: N x N sparse; rel_adjacency: R sparse N x N; counts: N x R; degree: N.
     ``low``: the same two operators in float32; given, terms from the third on (at most
     (1-eta)^3 of the mass) run in float32, halving their memory traffic, as on the CPU.
     ``pairs``, ``ladder``, ``slack``, ``stopped``, ``certify_from``: the certified early exit of the Numba
-    kernel (a stopped column's term is zeroed, so it adds nothing more).
+    kernel (a stopped column's term is zeroed, so it adds nothing more). ``step(xt, a, b)``:
+    the weighted step computed by a fused kernel instead of the sparse products (the GPU's
+    ``adapath.kernels.ppr_cuda``); it must return the same ``y``.
 
     Returns (pi N x B, terms, L1 error bound).
     """
@@ -75,10 +77,13 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
         adj, rel_adj, a_t, b_t = ops
         xt = xp.where(dangling, 0.0, x / safe).astype(b_t.dtype)
         lost = xp.where(dangling, x, 0.0).sum(axis=0)
-        y = adj @ (b_t * xt) + b_t * (adj @ xt)
-        for r, matrix in enumerate(rel_adj):
-            if matrix.nnz:
-                y += a_t[r][None, :] * (matrix @ xt)
+        if step is not None:
+            y = step(xt, a_t, b_t)
+        else:
+            y = adj @ (b_t * xt) + b_t * (adj @ xt)
+            for r, matrix in enumerate(rel_adj):
+                if matrix.nnz:
+                    y += a_t[r][None, :] * (matrix @ xt)
         y[seeds, columns] += lost.astype(y.dtype)
         x = y
         scale *= 1.0 - eta
