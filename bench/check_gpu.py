@@ -82,7 +82,7 @@ class Context:
             from adapath.sources.synthetic import generate
 
             self._graph = generate(scale=self.args.scale, seed=0)
-            self._graph.save(self.work / "kg")
+            self._graph.save(self.work / "kg", overwrite=True)  # a rerun in the same --workdir
         return self._graph
 
     def small(self):

@@ -70,3 +70,22 @@ def test_fused_step_and_series_in_the_cuda_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_a_fused_step_that_cannot_compile_is_reported_once_and_not_used(monkeypatch):
+    import numpy as np
+    import pytest
+
+    import adapath.kernels.ppr_cuda as ppr_cuda
+    from adapath.engine.ppr import PPREngine
+    from adapath.sources.synthetic import generate
+
+    def broken(*args):
+        raise RuntimeError("no CUDA toolchain")
+
+    monkeypatch.setattr(ppr_cuda, "weighted_step", broken)
+    engine = PPREngine(generate(scale=0.002, seed=1), backend="scipy")
+    engine._xp = np  # the engine as the cupy backend sets it up, on NumPy arrays
+    with pytest.warns(RuntimeWarning, match="did not compile"):
+        assert engine._fused_step() is None
+    assert engine._fused_step() is None  # remembered: no second warning, no second try

@@ -13,6 +13,7 @@ explicitly; CuPy is imported only for ``device="cuda"``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,8 +117,17 @@ class PPREngine:
             def step(xt, a, b):
                 return weighted_step(indptr, indices, rel, a, b, xt, xp.empty_like(xt))
 
-            self._step = step
-        return self._step
+            try:  # compile both precisions now: a CUDA toolchain that cannot is reported once
+                for dtype in (xp.float64, xp.float32):
+                    one = xp.ones((1, 1), dtype=dtype)
+                    weighted_step(xp.zeros(2, dtype=xp.int64), xp.zeros(0, dtype=xp.int32),
+                                  xp.zeros(0, dtype=xp.int32), one, one, one, xp.empty_like(one))
+            except Exception as exc:  # noqa: BLE001 - any compiler failure: the sparse products still work
+                warnings.warn(f"the fused CUDA PPR step did not compile ({type(exc).__name__}: {exc}); "
+                              "using one sparse product per relation", RuntimeWarning, stacklevel=2)
+                step = None
+            self._step = step if step is not None else False
+        return self._step or None
 
     def personalized(self, weights: QueryWeights, seeds, weight_of=None, pairs=None, ladder=None,
                      slack: float = 0.0, stopped=None) -> tuple[np.ndarray, int, float]:
