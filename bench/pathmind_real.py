@@ -51,6 +51,22 @@ def build_examples(graph, records, level, encoder, builders: dict, guide) -> dic
     return out, seconds
 
 
+def out_of_fold_guide(work, graph, records, split: str, encoder, folds: int, candidates: int):
+    """The guide of the training questions: ``folds`` Path-Banks, each built on the records
+    outside one fold (seeded), each guiding its fold's questions (see OutOfFoldGuide)."""
+    from bench_real_records import prepare_bank
+
+    from adapath.methods.pathmind.guide import MetaPathGuide, OutOfFoldGuide
+
+    fold = np.random.default_rng(0).permutation(len(records)) % folds
+    fold_of = {str(r["data_id"]): int(f) for r, f in zip(records, fold)}
+    guides = []
+    for k in range(folds):
+        bank = prepare_bank(work, graph, [r for r, f in zip(records, fold) if f != k], f"{split}-fold{k}of{folds}")
+        guides.append(MetaPathGuide(graph, bank, encoder, work / "kg", candidates=candidates))
+    return OutOfFoldGuide(fold_of, guides)
+
+
 def survival(examples_by_level: dict, records) -> dict:
     """% of questions whose answer is in the subgraph, per level x hop."""
     hops = [int(r["num_hops"]) for r in records]
@@ -113,7 +129,7 @@ def run(args) -> dict:
     records_path = args.records or DEFAULT_RECORDS
     work = args.work / f"scale-{args.scale:g}"
     work.mkdir(parents=True, exist_ok=True)
-    bank_records, test = split_records(load_records(records_path), "test")
+    bank_records, test = split_records(load_records(records_path), args.split)
     if args.limit:
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
     train_records = bank_records
@@ -121,7 +137,7 @@ def run(args) -> dict:
         train_records = [bank_records[i] for i in np.linspace(0, len(bank_records) - 1,
                                                                min(args.train_limit, len(bank_records))).round().astype(int)]
     graph = prepare_graph(work, records_path, args.scale)
-    bank = prepare_bank(work, graph, bank_records, "test")
+    bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder)
     if args.encoder != "hashing":
         prepare_embeddings(work, graph, encoder)
@@ -129,21 +145,24 @@ def run(args) -> dict:
     budgets = [int(b) for b in args.budgets.split(",")]
     modes = [m for m in args.modes.split(",") if m]
     query_set = records_query_set(test)
-    out = {"setup": {"scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "encoder": encoder.name,
+    out = {"setup": {"split": args.split, "scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "encoder": encoder.name,
                      "bank_records": len(bank_records), "train_records": len(train_records), "test_records": len(test),
-                     "levels": levels, "epochs": args.epochs, "batch": args.batch, "seed": 0},
+                     "levels": levels, "epochs": args.epochs, "batch": args.batch, "seed": 0,
+                     "candidates": args.candidates, "folds": args.folds, "select": args.select},
            "survival": {}, "build_seconds": {}, "pathmind": {}, "epoch_by_budget": {}, "adapath": {}}
 
     def save():
         if args.json:
             args.json.write_text(json.dumps(out, indent=2))
 
-    guide = None
+    guide = train_guide = None
     kept = {}
     for mode in modes:
         builders = {b: make_builder(graph, 3, b, mode, work / "kg") for b in budgets}
         if mode == "metapath" and guide is None:
-            guide = MetaPathGuide(graph, bank, encoder, work / "kg")
+            guide = MetaPathGuide(graph, bank, encoder, work / "kg", candidates=args.candidates)
+            train_guide = guide if args.folds < 2 else out_of_fold_guide(work, graph, bank_records, args.split,
+                                                                           encoder, args.folds, args.candidates)
         use = guide if mode == "metapath" else None
         test_examples, train_examples = {}, {}
         seconds = defaultdict(float)
@@ -155,7 +174,8 @@ def run(args) -> dict:
             if mode in args.train_modes.split(",") or mode == args.time_mode:
                 train_budgets = budgets if mode == args.time_mode else [args.budget]
                 by_budget, _ = build_examples(graph, train_records, level, encoder,
-                                              {b: builders[b] for b in train_budgets}, use)
+                                              {b: builders[b] for b in train_budgets},
+                                              train_guide if mode == "metapath" else None)
                 for b in train_budgets:
                     train_examples.setdefault(b, []).extend(by_budget[b])
         n_test = len(test) * len(levels)
@@ -168,7 +188,7 @@ def run(args) -> dict:
         featurize = Featurizer(graph, NodeEmbeddings(graph, encoder, work / "kg"))
         if mode in args.train_modes.split(","):
             config = TrainConfig(epochs=args.epochs, patience=args.epochs, budget=args.budget, batch=args.batch,
-                                 encoder=args.encoder, subgraph=mode)
+                                 encoder=args.encoder, subgraph=mode, select=args.select)
             clock = time.perf_counter()
             model, history = train(graph, train_examples[args.budget], featurize, config)
             results, hits = [], []
@@ -176,7 +196,8 @@ def run(args) -> dict:
                 got, h = answer_extractively(graph, model, config, encoder, test_examples[args.budget][level], level)
                 results += got
                 hits += h
-            report = write_report(results, query_set, graph, work / "reports" / "pathmind" / f"{mode}-{args.budget}")
+            report = write_report(results, query_set, graph,
+                                  work / "reports" / "pathmind" / f"{args.split}-{mode}-{args.budget}")
             out["pathmind"][mode] = {
                 "cells": report["cells"], "em_strict": report["em_strict"],
                 "hits1": 100 * float(np.mean([a for a, _ in hits])), "hits3": 100 * float(np.mean([b for _, b in hits])),
@@ -196,8 +217,8 @@ def run(args) -> dict:
         featurize.nodes.flush()
         del kept[mode]
     for name in [v for v in args.adapath.split(",") if v]:
-        results = answer_variant(work, "test", name, graph, bank, args.encoder, test, levels, 16, encoder)
-        report = write_report(results, query_set, graph, work / "reports" / "test" / name)
+        results = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels, 16, encoder)
+        report = write_report(results, query_set, graph, work / "reports" / args.split / name)
         out["adapath"][name] = {"cells": report["cells"], "em_strict": report["em_strict"]}
         save()
     return out
