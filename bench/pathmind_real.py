@@ -22,9 +22,10 @@ LEVELS = ("explicit", "implicit", "bare")
 BEAM_ROW = {"explicit": {1: 89.5, 2: 66.7, 3: 60.8}, "bare": {2: 50.0, 3: 30.0}}  # targets quoted by the task
 
 
-def build_examples(graph, records, level, encoder, builders: dict, guide) -> dict:
+def build_examples(graph, records, level, encoder, builders: dict, guide, keep_edges=None) -> dict:
     """{budget: [Example]} for one level: the question PPR and the Path-Bank guide computed
-    once, each budget cut from them."""
+    once, each budget cut from them. ``keep_edges``: the budgets whose subgraphs keep their
+    half-edges (None: all); the others keep their nodes alone (:func:`nodes_only`)."""
     from adapath.datasets.biostrat import query_from_record, query_text
     from adapath.methods.pathmind.train import Example
 
@@ -46,6 +47,8 @@ def build_examples(graph, records, level, encoder, builders: dict, guide) -> dic
             clock = time.perf_counter()
             subs = builder.build_many(topics[part], texts[part], guides, score)
             seconds[budget] += time.perf_counter() - clock + guide_seconds
+            if keep_edges is not None and budget not in keep_edges:
+                subs = [nodes_only(sub) for sub in subs]
             out[budget] += [Example(str(r["data_id"]), text, t, a, s, v) for r, text, t, a, s, v in
                             zip(records[part], texts[part], topics[part], answers[part], subs, vectors[part])]
     return out, seconds
@@ -65,6 +68,13 @@ def out_of_fold_guide(work, graph, records, split: str, encoder, folds: int, can
         bank = prepare_bank(work, graph, [r for r, f in zip(records, fold) if f != k], f"{split}-fold{k}of{folds}")
         guides.append(MetaPathGuide(graph, bank, encoder, work / "kg", candidates=candidates))
     return OutOfFoldGuide(fold_of, guides)
+
+
+def nodes_only(sub):
+    """A subgraph's nodes without its half-edges (what the survival table reads), to keep
+    thousands of large cuts in memory."""
+    empty = np.zeros(0, dtype=np.int32)
+    return replace(sub, src=empty, dst=empty, rel=empty, in_order=empty)
 
 
 def survival(examples_by_level: dict, records) -> dict:
@@ -136,6 +146,8 @@ def run(args) -> dict:
     if args.train_limit:
         train_records = [bank_records[i] for i in np.linspace(0, len(bank_records) - 1,
                                                                min(args.train_limit, len(bank_records))).round().astype(int)]
+    time_records = [train_records[i] for i in np.linspace(0, len(train_records) - 1,
+                                                          min(args.time_records, len(train_records))).round().astype(int)]
     graph = prepare_graph(work, records_path, args.scale)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder)
@@ -164,55 +176,65 @@ def run(args) -> dict:
             train_guide = guide if args.folds < 2 else out_of_fold_guide(work, graph, bank_records, args.split,
                                                                            encoder, args.folds, args.candidates)
         use = guide if mode == "metapath" else None
-        test_examples, train_examples = {}, {}
+        test_examples, train_examples, time_examples = {}, {}, {}
         seconds = defaultdict(float)
         for level in levels:
-            by_budget, secs = build_examples(graph, test, level, encoder, builders, use)
+            # only the survival table reads the other budgets' cuts: they keep their nodes alone
+            by_budget, secs = build_examples(graph, test, level, encoder, builders, use, keep_edges={args.budget})
             for b in budgets:
                 test_examples.setdefault(b, {})[level] = by_budget[b]
                 seconds[b] += secs[b]
-            if mode in args.train_modes.split(",") or mode == args.time_mode:
-                train_budgets = budgets if mode == args.time_mode else [args.budget]
-                by_budget, _ = build_examples(graph, train_records, level, encoder,
-                                              {b: builders[b] for b in train_budgets},
+            if mode in args.train_modes.split(","):
+                by_budget, _ = build_examples(graph, train_records, level, encoder, {args.budget: builders[args.budget]},
                                               train_guide if mode == "metapath" else None)
-                for b in train_budgets:
-                    train_examples.setdefault(b, []).extend(by_budget[b])
+                train_examples.setdefault(args.budget, []).extend(by_budget[args.budget])
+            if mode == args.time_mode:  # the same few training records cut at every budget
+                by_budget, _ = build_examples(graph, time_records, level, encoder, builders,
+                                              train_guide if mode == "metapath" else None)
+                for b in budgets:
+                    time_examples.setdefault(b, []).extend(by_budget[b])
         n_test = len(test) * len(levels)
         for b in budgets:
             out["survival"][f"{mode}@{b}"] = survival(test_examples[b], test)
             out["build_seconds"][f"{mode}@{b}"] = 1000 * seconds[b] / n_test
         say(f"{mode}: survival {json.dumps({b: out['survival'][f'{mode}@{b}'] for b in budgets})}")
         save()
-        kept[mode] = (test_examples, train_examples)
+        kept[mode] = (test_examples, train_examples, time_examples)
         featurize = Featurizer(graph, NodeEmbeddings(graph, encoder, work / "kg"))
         if mode in args.train_modes.split(","):
             config = TrainConfig(epochs=args.epochs, patience=args.epochs, budget=args.budget, batch=args.batch,
                                  encoder=args.encoder, subgraph=mode, select=args.select)
             clock = time.perf_counter()
             model, history = train(graph, train_examples[args.budget], featurize, config)
-            results, hits = [], []
+            results, hits, hops = [], [], []
             for level in levels:
                 got, h = answer_extractively(graph, model, config, encoder, test_examples[args.budget][level], level)
                 results += got
                 hits += h
+                hops += [int(r["num_hops"]) for r in test]
             report = write_report(results, query_set, graph,
                                   work / "reports" / "pathmind" / f"{args.split}-{mode}-{args.budget}")
             out["pathmind"][mode] = {
                 "cells": report["cells"], "em_strict": report["em_strict"],
                 "hits1": 100 * float(np.mean([a for a, _ in hits])), "hits3": 100 * float(np.mean([b for _, b in hits])),
+                "hits1_by_hop": {str(k): 100 * float(np.mean([a for (a, _), h in zip(hits, hops) if h == k]))
+                                 for k in sorted(set(hops))},
+                "gains": {"candidate": float(model.candidate_gain) if model.candidate_gain is not None else None,
+                          "prior": float(model.prior_gain) if model.prior_gain is not None else None},
                 "epochs": len(history), "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
                 "train_seconds": time.perf_counter() - clock, "val_hits3": [h["val_hits3"] for h in history],
+                "val_hits1": [h["val_hits1"] for h in history],
                 "train_questions": len(train_examples[args.budget])}
             say(f"{mode}: EM {report['em_strict']:.1f}, {out['pathmind'][mode]['seconds_per_epoch']:.1f} s/epoch")
             save()
         if mode == args.time_mode:
             for b in budgets:
                 config = TrainConfig(epochs=1, patience=1, budget=b, batch=args.batch, encoder=args.encoder, subgraph=mode)
-                _, history = train(graph, train_examples[b], featurize, config)
+                _, history = train(graph, time_examples[b], featurize, config)
                 out["epoch_by_budget"][str(b)] = {"seconds": history[0]["seconds"], "mode": mode,
-                                                  "nodes": float(np.mean([len(e.subgraph.nodes) for e in train_examples[b]])),
-                                                  "half_edges": float(np.mean([len(e.subgraph.src) for e in train_examples[b]]))}
+                                                  "questions": len(time_examples[b]),
+                                                  "nodes": float(np.mean([len(e.subgraph.nodes) for e in time_examples[b]])),
+                                                  "half_edges": float(np.mean([len(e.subgraph.src) for e in time_examples[b]]))}
                 save()
         featurize.nodes.flush()
         del kept[mode]
@@ -234,7 +256,9 @@ def print_tables(out: dict) -> None:
     s = out["setup"]
     print(f"PathMind on real BioStrat-QA records: {s['bank_records']} in the bank half ({s['train_records']} train "
           f"PathMind at every level), {s['test_records']} test x {len(s['levels'])} levels; graph scale {s['scale']} "
-          f"({s['nodes']:,} nodes); encoder {s['encoder']}; no LLM; seed 0")
+          f"({s['nodes']:,} nodes); encoder {s['encoder']}; no LLM; seed 0; split {s.get('split', 'test')}; "
+          f"guide candidates {s.get('candidates', 5)}, training guides out of {s.get('folds', 1)} fold(s), "
+          f"epoch picked by {s.get('select', 'hits3')}")
     print("\nAnswer in the subgraph, % of test questions (all levels) per hop; subgraph ms/question\n")
     print("| mode @ budget | 1-hop | 2-hop | 3-hop | all | ms/q |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -255,13 +279,17 @@ def print_tables(out: dict) -> None:
                 print(f"| {level} | {hop} | " + " | ".join(cells) + f" | {target} |")
         print("| all | all | " + " | ".join(f"{v['em_strict']:.1f}" for v in rows.values()) + " | |")
     if out["pathmind"]:
-        print("\n| PathMind mode | Hits@1 | Hits@3 | epochs | s/epoch | train s | train questions |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("\n| PathMind mode | Hits@1 | Hits@1 by hop | Hits@3 | epochs | s/epoch | train s | train questions | "
+              "vote / prior gain |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for m, v in out["pathmind"].items():
-            print(f"| {m} | {v['hits1']:.1f} | {v['hits3']:.1f} | {v['epochs']} | {v['seconds_per_epoch']:.1f} | "
-                  f"{v['train_seconds']:.0f} | {v['train_questions']} |")
+            by_hop = " / ".join(f"{x:.1f}" for x in v.get("hits1_by_hop", {}).values())
+            gains = " / ".join("-" if g is None else f"{g:.2f}" for g in v.get("gains", {}).values())
+            print(f"| {m} | {v['hits1']:.1f} | {by_hop} | {v['hits3']:.1f} | {v['epochs']} | "
+                  f"{v['seconds_per_epoch']:.1f} | {v['train_seconds']:.0f} | {v['train_questions']} | {gains} |")
     if out["epoch_by_budget"]:
-        print("\n| budget | mode | mean nodes | mean half-edges | s/epoch |")
-        print("|---:|---|---:|---:|---:|")
+        print("\n| budget | mode | questions | mean nodes | mean half-edges | s/epoch |")
+        print("|---:|---|---:|---:|---:|---:|")
         for b, v in out["epoch_by_budget"].items():
-            print(f"| {b} | {v['mode']} | {v['nodes']:.0f} | {v['half_edges']:.0f} | {v['seconds']:.1f} |")
+            print(f"| {b} | {v['mode']} | {v.get('questions', '')} | {v['nodes']:.0f} | {v['half_edges']:.0f} | "
+                  f"{v['seconds']:.1f} |")

@@ -11,18 +11,19 @@ from adapath.engine.traverse import metapath_codes
 from adapath.methods.base import MethodContext
 from adapath.methods.pathmind.subgraph import Guide
 
-
-CANDIDATES = 20  # the walk scorer's candidates a guide keeps (AdaPath itself answers from its top 5)
+CANDIDATES = 50  # the walk scorer's candidates a guide keeps (AdaPath itself answers from its top 5)
 
 
 class MetaPathGuide:
-    def __init__(self, graph, bank: str | Path, encoder, graph_dir=None, candidates: int = CANDIDATES):
+    def __init__(self, graph, bank: str | Path, encoder, graph_dir=None, candidates: int = CANDIDATES,
+                 params: dict | None = None):
         """``candidates``: how many of the walk scorer's best candidates (each with its two
-        heaviest walks) the guide returns; more keep more multi-hop answers in the cut."""
+        heaviest walks) the guide returns; more keep more multi-hop answers in the cut.
+        ``params``: AdaPath's ``--param`` settings (default: as ``adapath answer`` runs)."""
         from adapath.methods.registry import get_method
 
         spec = get_method("adapath")
-        context = MethodContext(graph, graph_dir=graph_dir, bank=Path(bank), params=spec.resolve_params({}),
+        context = MethodContext(graph, graph_dir=graph_dir, bank=Path(bank), params=spec.resolve_params(params or {}),
                                 _encoder=encoder)
         self.graph, self.adapath = graph, spec.make(context)
         self.adapath.walks.config = replace(self.adapath.walks.config, answers=candidates)
