@@ -18,8 +18,9 @@ neighbourhood is cut to ``budget`` nodes. Three ways to choose them (``mode``):
 
 Topics are always kept. ``prior`` records the order in which nodes were taken (1 for the
 first, falling with the log of the rank to 0 for the last; a walk's end and a ranked candidate come before the parents taken to
-connect them): what the cut knew about each node. How often the answer survives the
-bound is reported by the trainer and the benchmark.
+connect them): what the cut knew about each node. A ``metapath`` cut also carries the walk
+scorer's vote per node (``candidate``: 1 / rank among the scorer's candidates, 0 elsewhere).
+How often the answer survives the bound is reported by the trainer and the benchmark.
 
 Half-edges are stored grouped by source as int32 (a subgraph of 400 nodes carries 10^4-10^5
 of them, and training keeps every subgraph in memory), with their order by (target,
