@@ -219,8 +219,8 @@ def run(args) -> dict:
                 "hits1": 100 * float(np.mean([a for a, _ in hits])), "hits3": 100 * float(np.mean([b for _, b in hits])),
                 "hits1_by_hop": {str(k): 100 * float(np.mean([a for (a, _), h in zip(hits, hops) if h == k]))
                                  for k in sorted(set(hops))},
-                "gains": {"candidate": float(model.candidate_gain) if model.candidate_gain is not None else None,
-                          "prior": float(model.prior_gain) if model.prior_gain is not None else None},
+                "gains": {"candidate": model.candidate_gain.item() if model.candidate_gain is not None else None,
+                          "prior": model.prior_gain.item() if model.prior_gain is not None else None},
                 "epochs": len(history), "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
                 "train_seconds": time.perf_counter() - clock, "val_hits3": [h["val_hits3"] for h in history],
                 "val_hits1": [h["val_hits1"] for h in history],
