@@ -182,15 +182,24 @@ def main() -> None:
     real.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "real-records",
                       help="Graph, bank, embeddings and reports, shared with bench_real_records.py.")
     real.add_argument("--scale", type=float, default=1.0, help="Graph scale of the planted graph.")
+    real.add_argument("--split", choices=("test", "inner"), default="test",
+                      help="test: bank half / test half; inner: the bank half halved again (tuning).")
     real.add_argument("--modes", default="ppr,question,metapath", help="Subgraph modes measured.")
     real.add_argument("--train-modes", default="ppr,question,metapath", help="Modes PathMind is trained and scored in.")
     real.add_argument("--time-mode", default="metapath", help="Mode of the one-epoch timing per budget.")
     real.add_argument("--budgets", default="400,1000,2000", help="Budgets of the survival and timing tables.")
     real.add_argument("--batch", type=int, default=8, help="Questions per training step.")
+    real.add_argument("--candidates", type=int, default=50, help="metapath: the walk scorer's candidates kept.")
+    real.add_argument("--folds", type=int, default=4,
+                      help="metapath: training questions guided by banks built without their fold (1: the bank).")
+    real.add_argument("--select", choices=("hits1", "hits3"), default="hits1",
+                      help="Validation score that picks the best epoch.")
     real.add_argument("--levels", default="explicit,implicit,bare")
     real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside.")
     real.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0: all).")
     real.add_argument("--train-limit", type=int, default=0, help="Training records, evenly spaced (0: all).")
+    real.add_argument("--time-records", type=int, default=90,
+                      help="Training records (x levels), evenly spaced, of the one-epoch timing per budget.")
     args = parser.parse_args()
     if args.real:
         import pathmind_real

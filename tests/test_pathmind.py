@@ -338,6 +338,7 @@ def train_args(root, out, *extra):
     (["--hops", "0"], "--hops 0: must be between 1 and 5"),
     (["--hops", "9"], "--hops 9: must be between 1 and 5"),
     (["--batch", "0"], "--batch 0: must be at least 1"),
+    (["--select", "mrr"], "--select 'mrr': choose hits1 or hits3"),
 ])
 def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extra, message):
     code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", *extra), capsys)

@@ -46,7 +46,7 @@ def pathmind_train(
     out: Path = typer.Option(..., "--out", help="Model directory to write (safetensors + config.json)."),
     level: str = typer.Option("explicit", "--level", help="Question wording: explicit, implicit or bare."),
     encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
-    epochs: int = typer.Option(20, "--epochs", help="Most epochs (early stopping on validation Hits@3)."),
+    epochs: int = typer.Option(20, "--epochs", help="Most epochs (early stopping on the --select score)."),
     budget: int = typer.Option(400, "--budget", help="Subgraph node budget."),
     hops: int = typer.Option(3, "--hops", help=f"k of the k-hop subgraph, and rounds T (1-{MAX_HOPS})."),
     batch: int = typer.Option(TrainConfig.batch, "--batch", help="Questions per optimizer step, as one graph."),
@@ -58,6 +58,9 @@ def pathmind_train(
                                  "metapath (the Path-Bank's typed walks first; needs --bank) or auto (metapath "
                                  "with --bank, else question)."),
     bank: Path | None = typer.Option(None, "--bank", help="Path-Bank directory (subgraph metapath)."),
+    select: str = typer.Option(TrainConfig.select, "--select", help="Validation score that picks the best epoch "
+                               "and stops early: hits3 (the K=3 entities an LLM reads) or hits1 (the extractive "
+                               "answer)."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -65,6 +68,8 @@ def pathmind_train(
     seconds in a log. The model directory appears only when training has finished.
     """
     check_train_options(level, epochs, budget, hops, batch, threads)
+    if select not in ("hits1", "hits3"):
+        raise InputError(f"--select {select!r}: choose hits1 or hits3")
     from adapath.methods.pathmind.subgraph import MODES
 
     if subgraph not in (*MODES, "auto"):
@@ -90,7 +95,7 @@ def pathmind_train(
     graph = KnowledgeGraph.load(kg)
     records = load_records(parse_spec(queries))
     config = TrainConfig(epochs=epochs, budget=budget, hops=hops, seed=seed, encoder=encoder, batch=batch,
-                         subgraph=subgraph)
+                         subgraph=subgraph, select=select)
     encoder_model = make_encoder(encoder)
     examples = make_examples(graph, records, encoder_model, level, hops=hops, budget=budget, progress=True,
                              subgraph=subgraph, graph_dir=kg, bank=bank)
@@ -98,7 +103,8 @@ def pathmind_train(
     say(f"{len(examples)} questions; the answer survives the subgraph bound in {100 * survive:.1f}%")
     nodes = NodeEmbeddings(graph, encoder_model, kg)
     model, history = train(graph, examples, Featurizer(graph, nodes), config, progress=True, log=lambda h: say(
-        f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@3 {h['val_hits3']:.3f}, {h['seconds']:.1f} s"))
+        f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
+        f"{h['seconds']:.1f} s"))
     nodes.flush()
     save_checkpoint(model, config, graph, out, history)
     say(f"wrote {out}")

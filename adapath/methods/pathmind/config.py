@@ -20,3 +20,7 @@ class TrainConfig:
     batch: int = 1  # questions per optimizer step, put through the network as one graph
     subgraph: str = "ppr"  # how the budget is cut: ppr, question or metapath (pathmind.subgraph)
     prior: bool = True  # question / metapath cuts: the network sees each node's order in the cut
+    candidate: bool = True  # metapath cut: the network sees the walk scorer's vote per node
+    candidate_gain: float = 8.0  # the vote's weight on the priority logit (its starting value if learned)
+    learn_candidate_gain: bool = True
+    select: str = "hits3"  # the validation score that picks the best epoch: hits1 or hits3

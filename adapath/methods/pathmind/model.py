@@ -31,15 +31,26 @@ BIG = 1e4
 
 class PathMindNet(nn.Module):
     def __init__(self, num_types: int, num_relations: int, query_dim: int, text_dim: int,
-                 hidden: int = 32, layers: int = 3, rounds: int = 3, tau: float = 0.5, prior: bool = False):
+                 hidden: int = 32, layers: int = 3, rounds: int = 3, tau: float = 0.5, prior: bool = False,
+                 candidate: bool = False, candidate_gain: float = 8.0, learn_candidate_gain: bool = True):
         super().__init__()
         self.config = {"num_types": num_types, "num_relations": num_relations, "query_dim": query_dim,
                        "text_dim": text_dim, "hidden": hidden, "layers": layers, "rounds": rounds, "tau": tau,
-                       "prior": prior}
+                       "prior": prior, "candidate": candidate, "candidate_gain": candidate_gain,
+                       "learn_candidate_gain": learn_candidate_gain}
         # the subgraph cut's order (1 first taken .. 0 last): into the node state, and straight
         # onto the priority logit (its gain learned)
         self.prior_proj = nn.Linear(1, hidden) if prior else None
         self.prior_gain = nn.Parameter(torch.tensor(4.0)) if prior else None  # the cut's order trusted at first
+        # the walk scorer's vote for a node as the answer (1 its best candidate, 1/2 the next, ..
+        # 0 none): into the node state, and onto the logit as a residual the network corrects
+        self.candidate_proj = nn.Linear(1, hidden) if candidate else None
+        if candidate and learn_candidate_gain:
+            self.candidate_gain = nn.Parameter(torch.tensor(float(candidate_gain)))
+        elif candidate:
+            self.register_buffer("candidate_gain", torch.tensor(float(candidate_gain)))
+        else:
+            self.candidate_gain = None
         self.type_embedding = nn.Embedding(num_types, hidden)
         self.text_proj = nn.Linear(text_dim, hidden, bias=False)
         self.query_proj = nn.Linear(query_dim, hidden)
@@ -55,7 +66,8 @@ class PathMindNet(nn.Module):
     def half_edges(self, src, dst, rel, n, in_order=None) -> HalfEdges:
         return HalfEdges(src, dst, rel, n, self.num_relations, in_order)
 
-    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None):
+    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None,
+               candidate=None):
         """Node representations h (N x hidden) and the projected query q' (hidden; B x hidden batched).
 
         One subgraph (``query`` of shape D) or B disjoint subgraphs in one graph (``query`` B x D,
@@ -68,6 +80,8 @@ class PathMindNet(nn.Module):
         h0 = self.type_embedding(node_type) + self.text_proj(text)
         if self.prior_proj is not None and prior is not None:
             h0 = h0 + self.prior_proj(prior[:, None])
+        if self.candidate_proj is not None and candidate is not None:
+            h0 = h0 + self.candidate_proj(candidate[:, None])
         h0 = h0.index_add(0, topics, q.index_select(0, node_graph.index_select(0, topics)))
         # each node's relation vectors (from its subgraph's query): N x R x hidden
         relation_vectors = self.relation_query(q).view(-1, self.num_relations, self.hidden).index_select(0, node_graph)
@@ -99,18 +113,20 @@ class PathMindNet(nn.Module):
         return soft_min_relax(cost, start, edges, self.rounds, self.tau)
 
     # ---------------------------------------------------------------- forward
-    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None):
+    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None,
+                candidate=None):
         """(priority logits N, edge costs E, cumulative cost N).
 
         Batched when ``query`` is B x D and ``node_graph`` gives each node's subgraph (0..B-1):
         the subgraphs are disjoint, so every output equals that of the subgraph alone.
         ``edges`` (:meth:`half_edges`) may be built once and passed to save rebuilding it.
-        ``prior``: per node, the subgraph cut's order (used by a network built with ``prior``).
+        ``prior``: per node, the subgraph cut's order (used by a network built with ``prior``);
+        ``candidate``: per node, the walk scorer's vote (used by a network built with ``candidate``).
         """
         n = node_type.shape[0]
         edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
         node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
-        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges, prior)
+        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges, prior, candidate)
         q = q.reshape(-1, self.hidden)
         weight = self.triple_weight(h, q, src, rel, dst, node_graph, edges)
         cost = F.softplus(-weight)
@@ -120,4 +136,6 @@ class PathMindNet(nn.Module):
         logits = self.priority(d_in + future).squeeze(-1)
         if self.prior_gain is not None and prior is not None:
             logits = logits + self.prior_gain * prior
+        if self.candidate_gain is not None and candidate is not None:
+            logits = logits + self.candidate_gain * candidate
         return logits, cost, d

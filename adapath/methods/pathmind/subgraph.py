@@ -18,8 +18,9 @@ neighbourhood is cut to ``budget`` nodes. Three ways to choose them (``mode``):
 
 Topics are always kept. ``prior`` records the order in which nodes were taken (1 for the
 first, falling with the log of the rank to 0 for the last; a walk's end and a ranked candidate come before the parents taken to
-connect them): what the cut knew about each node. How often the answer survives the
-bound is reported by the trainer and the benchmark.
+connect them): what the cut knew about each node. A ``metapath`` cut also carries the walk
+scorer's vote per node (``candidate``: 1 / rank among the scorer's candidates, 0 elsewhere).
+How often the answer survives the bound is reported by the trainer and the benchmark.
 
 Half-edges are stored grouped by source as int32 (a subgraph of 400 nodes carries 10^4-10^5
 of them, and training keeps every subgraph in memory), with their order by (target,
@@ -53,6 +54,7 @@ class QuerySubgraph:
     depth: np.ndarray  # hop distance from the nearest topic, per local node
     in_order: np.ndarray  # the half-edges sorted by (dst, rel), ties in storage order; int32
     prior: np.ndarray | None = None  # per local node: 1 taken first .. 0 taken last (float32)
+    candidate: np.ndarray | None = None  # per local node: the walk scorer's vote (1 its best candidate, 0 none)
 
     def local(self, global_nodes) -> np.ndarray:
         """Local indices of global nodes (-1 where absent)."""
@@ -65,10 +67,12 @@ class QuerySubgraph:
 @dataclass
 class Guide:
     """What the Path-Bank says about one question: typed lanes (relation codes, type codes)
-    of its surviving meta-paths, and the scorer's walks (node lists from the topic), best first."""
+    of its surviving meta-paths, the scorer's walks (node lists from the topic), best first,
+    and the scorer's candidate answers (node, score), best first."""
 
     lanes: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     walks: list[list[int]] = field(default_factory=list)
+    candidates: list[tuple[int, float]] = field(default_factory=list)
     layered: tuple | None = field(default=None, repr=False)  # typed_walk_layers, computed once
 
 
@@ -137,7 +141,10 @@ class SubgraphBuilder:
             picker.add_ranked(within, score, ball_parent(g, depth, score))
             taken = np.asarray(picker.order, dtype=np.int64)
             nodes = np.sort(taken)
-        return self._assemble(nodes, topics, taken)
+        sub = self._assemble(nodes, topics, taken)
+        if self.mode == "metapath":
+            sub.candidate = candidate_vote(sub, guide.candidates if guide is not None else [])
+        return sub
 
     def _assemble(self, nodes: np.ndarray, topics: list[int], taken: np.ndarray) -> QuerySubgraph:
         g = self.graph
@@ -166,6 +173,19 @@ class SubgraphBuilder:
         prior = (1.0 - np.log1p(first) / np.log1p(max(len(taken) - 1, 1))).astype(np.float32)
         return QuerySubgraph(nodes, local_topics, src.astype(np.int32), dst.astype(np.int32), rel.astype(np.int32),
                              inner, in_order.astype(np.int32), prior)
+
+
+def candidate_vote(sub: QuerySubgraph, candidates: list[tuple[int, float]]) -> np.ndarray:
+    """Per local node, the walk scorer's vote for it as the answer: 1 / rank among the scorer's
+    candidates (1 for its best, 1/2 for the next, ...), 0 for every other node and for a
+    candidate the cut left out."""
+    vote = np.zeros(len(sub.nodes), dtype=np.float32)
+    for rank, (v, _) in enumerate(candidates):
+        at = int(sub.local([int(v)])[0])
+        if at >= 0 and vote[at] == 0:
+            vote[at] = 1.0 / (rank + 1)
+    vote[sub.topics] = 0.0
+    return vote
 
 
 def ball_depths(graph: KnowledgeGraph, topics, hops: int) -> np.ndarray:
