@@ -28,7 +28,7 @@ from adapath.engine.walks import DAMPING
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
-from adapath.methods.answer_type import combine
+from adapath.methods.answer_type import combine, wh_phrase
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkOutcome, WalkQuery, WalkScorer
@@ -313,7 +313,9 @@ class AdaPath:
                 wanted.append(WalkQuery(plan.topics[0], lanes, tuple(plan.topics),
                                         plan.topics[1] if plan.junction else -1, plan.junction, queries[j].text))
             bm25 = minmax_columns(self.text.nodes.scores([queries[j].text for j in walked]))
-            for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked])):
+            focus = (self.encoder.encode([wh_phrase(queries[j].text) for j in walked])
+                     if self.walks.config.focus else None)
+            for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked], focus)):
                 outcomes[j] = outcome
         return outcomes
 

@@ -47,6 +47,8 @@ class WalkConfig:
     text: float = 4.0  # weight of the BM25 node term in a node's potential
     embed: float = 8.0  # weight of the embedding cosine in a node's potential
     end: float = 8.0  # extra weight of the end node's cosine
+    lexical: float = 0.0  # weight of the end node's BM25 relative to the best candidate's
+    focus: float = 0.0  # weight of the end node's cosine to the question's wh-phrase
     shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
     mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
     answers: int = 5  # top candidates whose walks are returned
@@ -80,9 +82,11 @@ class WalkScorer:
         self.config = config or WalkConfig()
         self.layers = RelationLayers(graph, self.config.damping)
 
-    def score(self, queries: list[WalkQuery], bm25: np.ndarray, vectors: np.ndarray) -> list[WalkOutcome]:
+    def score(self, queries: list[WalkQuery], bm25: np.ndarray, vectors: np.ndarray,
+              focus: np.ndarray | None = None) -> list[WalkOutcome]:
         """``bm25``: nodes x queries, min-max normalized per query; ``vectors``: question
-        embeddings, one row per query."""
+        embeddings, one row per query; ``focus``: embeddings of what each question says of
+        its answer (its wh-phrase), one row per query, or None."""
         c = self.config
         known = np.full((len(queries), self.graph.num_nodes), np.nan)
 
@@ -108,10 +112,11 @@ class WalkScorer:
         outcomes = []
         for j, q in enumerate(queries):
             mine = [(lane, weight, kind) for lane, (o, weight, kind) in zip(lanes, owners) if o == j]
-            outcomes.append(self._outcome(j, q, mine, potential, cosine))
+            outcomes.append(self._outcome(j, q, mine, potential, cosine, bm25[:, j],
+                                          None if focus is None else focus[j]))
         return outcomes
 
-    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine) -> WalkOutcome:
+    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, bm25, focus) -> WalkOutcome:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
@@ -133,7 +138,7 @@ class WalkScorer:
             if joined:
                 cands, scores = cands[met], scores[met] * meet_shares[at[met]]
         if len(cands):
-            scores = scores * np.exp(c.end * cosine(j, cands))
+            scores = scores * np.exp(self._end_logit(j, cands, cosine, bm25, focus))
         order = np.lexsort((cands, -scores))
         ranked = list(zip(cands[order].tolist(), scores[order].tolist()))
         if query.question and c.mentioned != 1.0:
@@ -169,6 +174,19 @@ class WalkScorer:
         return WalkOutcome(top, [(nodes, rels) for _, nodes, rels in paths], junction_paths,
                            explored)
 
+    def _end_logit(self, j, cands: np.ndarray, cosine, bm25: np.ndarray, focus) -> np.ndarray:
+        """What the question says of its answer, per candidate: the end cosine, the BM25
+        match relative to the best-matching candidate (the rivals at the last step share the
+        path, so only the words of the question that single out the answer separate them),
+        and the cosine to the wh-phrase."""
+        c = self.config
+        logit = c.end * cosine(j, cands)
+        if c.lexical:
+            logit = logit + c.lexical * relative(bm25[cands].astype(np.float64))
+        if c.focus and focus is not None:
+            logit = logit + c.focus * (np.asarray(self.nodes.get(cands), dtype=np.float64) @ focus)
+        return logit
+
     @staticmethod
     def _meet(junction) -> tuple[np.ndarray, np.ndarray]:
         """Each node's share of the second topic's junction walks (weights summed over
@@ -181,6 +199,12 @@ class WalkScorer:
             ends.append(lane.end.nodes)
             masses.append(weight * lane.end.mass / total)
         return sum_by_node(ends, masses)
+
+
+def relative(scores: np.ndarray) -> np.ndarray:
+    """Scores divided by their maximum (all 0 when none is positive)."""
+    top = scores.max(initial=0.0)
+    return scores / top if top > 0 else np.zeros_like(scores)
 
 
 def _names(name: str, question: str) -> bool:
