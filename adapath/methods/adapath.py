@@ -565,7 +565,9 @@ def _build(context: MethodContext) -> AdaPath:
                            share=params.get("share", True), shorter=params.get("shorter", True),
                            junction=params.get("junction", True), pool=params.get("pool", "own"),
                            control=params.get("control", "weigh"), type_model=params.get("type_model", True),
-                           walk=WalkConfig(damping=params.get("damping", DAMPING)))
+                           walk=WalkConfig(damping=params.get("damping", DAMPING),
+                                           lexical=params.get("lexical", WalkConfig.lexical),
+                                           focus=params.get("focus", WalkConfig.focus)))
     if config.llm_plan and context.llm is None:
         raise InputError("plan=llm (--llm-plan) needs an LLM (--llm ...)")
     if params.get("plan") not in ("bank", "llm"):
@@ -573,8 +575,9 @@ def _build(context: MethodContext) -> AdaPath:
     for name, allowed in (("pool", ("own", "all")), ("control", ("filter", "weigh"))):
         if params.get(name, allowed[0]) not in allowed:
             raise InputError(f"--param {name}={params.get(name)!r}: choose {' or '.join(allowed)}")
-    if config.walk.damping < 0:
-        raise InputError(f"--param damping={config.walk.damping}: must be at least 0")
+    for name in ("damping", "lexical", "focus"):
+        if getattr(config.walk, name) < 0:
+            raise InputError(f"--param {name}={getattr(config.walk, name)}: must be at least 0")
     encoder = context.encoder()
     banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"), k=retrieve)
     return AdaPath(context.graph, banks, encoder, context.llm, config, graph_dir=context.graph_dir)
@@ -602,6 +605,10 @@ METHODS = [MethodSpec(
             Param("type_model", True, "without an LLM, a model of the question's wh-phrase trained on the bank's "
                   "questions joins the retrieval vote on the answer type"),
             Param("damping", DAMPING, "walk: DWPC degree-damping exponent"),
+            Param("lexical", WalkConfig.lexical, "walk: weight of a candidate's BM25 match to the question, "
+                  "relative to the best candidate's (0: off)"),
+            Param("focus", WalkConfig.focus, "walk: weight of a candidate's cosine to the question's wh-phrase "
+                  "(0: off)"),
             Param("share", True, "beam without an LLM: share the frontier among meta-paths by retrieval score"),
             Param("shorter", True, "keep shorter completed paths ending in the predicted answer type"),
             Param("junction", True, "two topics: walk from both and meet at the answer"),

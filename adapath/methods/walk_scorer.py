@@ -13,7 +13,11 @@ with weights ``score_M / sum(score)`` (a candidate's share of the query's walk w
 with two topics, the second topic walks one step (the junction relations the bank's
 two-topic training queries show) and a candidate's share is multiplied by that walk's share
 at it (the walks meet at the answer); finally a candidate's score is its share times
-``exp(end * cos(v, q))``, since the question describes its answer, and times ``mentioned``
+``exp(end * cos(v, q) + lexical * s_bm25(v) / max s_bm25 + focus * cos(v, wh(q)))``, since the
+question describes its answer: rivals reached by the same walks (related entities at the last
+step) share their walk mass, and what separates them is how the question's own words and its
+wh-phrase ``wh(q)`` ("which thiazide diuretic used to decrease edema") match each candidate's
+text, the BM25 taken relative to the best-matching candidate; and times ``mentioned``
 when the question names it (BioStrat-QA questions never name their answer; they name the
 topic and, when explicit, the entities on the way).
 
@@ -46,9 +50,9 @@ class WalkConfig:
     damping: float = DAMPING
     text: float = 4.0  # weight of the BM25 node term in a node's potential
     embed: float = 8.0  # weight of the embedding cosine in a node's potential
-    end: float = 8.0  # extra weight of the end node's cosine
-    lexical: float = 0.0  # weight of the end node's BM25 relative to the best candidate's
-    focus: float = 0.0  # weight of the end node's cosine to the question's wh-phrase
+    end: float = 6.0  # extra weight of the end node's cosine
+    lexical: float = 2.0  # weight of the end node's BM25 relative to the best candidate's
+    focus: float = 8.0  # weight of the end node's cosine to the question's wh-phrase
     shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
     mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
     answers: int = 5  # top candidates whose walks are returned
