@@ -566,6 +566,7 @@ def _build(context: MethodContext) -> AdaPath:
                            junction=params.get("junction", True), pool=params.get("pool", "own"),
                            control=params.get("control", "weigh"), type_model=params.get("type_model", True),
                            walk=WalkConfig(damping=params.get("damping", DAMPING),
+                                           end=params.get("end", WalkConfig.end),
                                            lexical=params.get("lexical", WalkConfig.lexical),
                                            focus=params.get("focus", WalkConfig.focus)))
     if config.llm_plan and context.llm is None:
@@ -575,7 +576,7 @@ def _build(context: MethodContext) -> AdaPath:
     for name, allowed in (("pool", ("own", "all")), ("control", ("filter", "weigh"))):
         if params.get(name, allowed[0]) not in allowed:
             raise InputError(f"--param {name}={params.get(name)!r}: choose {' or '.join(allowed)}")
-    for name in ("damping", "lexical", "focus"):
+    for name in ("damping", "end", "lexical", "focus"):
         if getattr(config.walk, name) < 0:
             raise InputError(f"--param {name}={getattr(config.walk, name)}: must be at least 0")
     encoder = context.encoder()
@@ -605,6 +606,7 @@ METHODS = [MethodSpec(
             Param("type_model", True, "without an LLM, a model of the question's wh-phrase trained on the bank's "
                   "questions joins the retrieval vote on the answer type"),
             Param("damping", DAMPING, "walk: DWPC degree-damping exponent"),
+            Param("end", WalkConfig.end, "walk: weight of a candidate's cosine to the question at the last step"),
             Param("lexical", WalkConfig.lexical, "walk: weight of a candidate's BM25 match to the question, "
                   "relative to the best candidate's (0: off)"),
             Param("focus", WalkConfig.focus, "walk: weight of a candidate's cosine to the question's wh-phrase "
