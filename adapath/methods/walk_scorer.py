@@ -15,11 +15,11 @@ two-topic training queries show) and a candidate's share is multiplied by that w
 at it (the walks meet at the answer); finally a candidate's score is its share times
 ``exp(end * cos(v, q) + lexical * s_bm25(v) / max s_bm25 + focus * cos(v, wh(q)))``, since the
 question describes its answer: rivals reached by the same walks (related entities at the last
-step) share their walk mass, and what separates them is how the question's own words and its
-wh-phrase ``wh(q)`` ("which thiazide diuretic used to decrease edema") match each candidate's
-text, the BM25 taken relative to the best-matching candidate; and times ``mentioned``
-when the question names it (BioStrat-QA questions never name their answer; they name the
-topic and, when explicit, the entities on the way).
+step) share their walk mass, and what separates them is how the question's own words and
+its wh-phrase ``wh(q)`` ("thiazide diuretic used", "disease involving impaired blood flow")
+match each candidate's text, the BM25 taken relative to the best-matching candidate; and
+times ``mentioned`` when the question names it (BioStrat-QA questions never name their
+answer; they name the topic and, when explicit, the entities on the way).
 
 What comes back per query: candidates of the walked type ranked by score, the heaviest
 walks into the top ones (real edges), and per depth the nodes carrying the most walk weight
