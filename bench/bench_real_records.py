@@ -18,6 +18,8 @@ Variants (``--param`` settings of ``adapath answer --method adapath``):
 - ``beam``: the paper's beam with this change's fixes (level-matched retrieval, share, shorter
   paths, both topics);
 - ``walk``: every walk along the surviving meta-paths (the default without an LLM);
+- ``walk-cosine``: the same, with the last step decided by the end node's cosine alone (no
+  BM25 or wh-phrase term), as the walk scorer was before those terms;
 - ``free``: w/o meta-path (free BFS with the beam).
 
 Printed per variant: EM by level x hop, depth-wise triplet recall and hit rate, meta-path R@k
@@ -50,6 +52,7 @@ VARIANTS = {
                "junction": False, "pool": "all", "type_model": False, "control": "filter"},
     "beam": {"scorer": "beam"},
     "walk": {"scorer": "walk"},
+    "walk-cosine": {"scorer": "walk", "end": 8.0, "lexical": 0.0, "focus": 0.0},
     "free": {"scorer": "beam", "metapath": False},
 }
 PAPER = {  # AdaPath + Llama-3.1-70B, EM %, Table 2

@@ -3,6 +3,7 @@ meta-path list, two-topic junctions, the beam's meta-path shares, shorter comple
 the walk scorer (its scores against an enumeration of every walk)."""
 
 import json
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -239,7 +240,8 @@ class FixedEmbeddings:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
+@pytest.mark.parametrize("lexical, focus", [(0.0, 0.0), (2.0, 1.5)])
+def test_walk_scorer_matches_an_enumeration_of_every_walk(seed, lexical, focus):
     from tests.test_walks import random_graph, reference_walks, walk_weight
 
     graph, edge_list, node_type = random_graph(seed, n=22, edges=90)
@@ -250,12 +252,15 @@ def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
     question = rng.normal(size=(1, dim))
     question /= np.linalg.norm(question)
     bm25 = rng.uniform(0, 1, (graph.num_nodes, 1))
-    config = WalkConfig(damping=0.5, text=1.5, embed=2.0, end=3.0, answers=4, walks_per_answer=2)
+    wh = rng.normal(size=(1, dim))
+    wh /= np.linalg.norm(wh)
+    config = WalkConfig(damping=0.5, text=1.5, embed=2.0, end=3.0, lexical=lexical, focus=focus, answers=4,
+                        walks_per_answer=2)
     drugs, genes = np.flatnonzero(node_type == 0), np.flatnonzero(node_type == 1)
     topic, second = int(drugs[0]), int(genes[-1])
     lanes = [((0, 2), (0, 1, 2), 0.6), ((3,), (0, 2), 0.3), ((0, 1, 2), (0, 1, 1, 2), 0.1)]
     query = WalkQuery(topic, lanes, (topic, second), second, [(2, 1, 2, 1.0)])
-    outcome = WalkScorer(graph, FixedEmbeddings(vectors), config).score([query], bm25, question)[0]
+    outcome = WalkScorer(graph, FixedEmbeddings(vectors), config).score([query], bm25, question, wh)[0]
 
     cos = vectors @ question[0]
     phi = np.exp(config.text * bm25[:, 0] + config.embed * cos)
@@ -273,7 +278,10 @@ def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
         meet[w[-1]] = meet.get(w[-1], 0.0) + walk_weight(w, d_out, d_in, phi, 0.5)
     total = sum(meet.values())
     assert set(meet) & set(share), "the graph should let the two topics meet"
-    score = {v: share[v] * meet[v] / total * np.exp(config.end * cos[v]) for v in share if v in meet}
+    met = [v for v in share if v in meet]
+    best_bm25 = max(bm25[v, 0] for v in met)  # the lexical term is relative to the best candidate's
+    score = {v: share[v] * meet[v] / total * np.exp(config.end * cos[v] + lexical * bm25[v, 0] / best_bm25
+                                                    + focus * float(vectors[v] @ wh[0])) for v in met}
     expected = sorted(score.items(), key=lambda item: (-item[1], item[0]))[:4]
     assert [v for v, _ in outcome.candidates] == [v for v, _ in expected]
     assert [s for _, s in outcome.candidates] == pytest.approx([s for _, s in expected], rel=1e-9)
@@ -290,6 +298,48 @@ def test_walk_scorer_matches_an_enumeration_of_every_walk(seed):
     assert {tuple(p[0]) for p in outcome.junction_paths} == {(second, v) for v, _ in outcome.candidates}
     for depth, nodes in outcome.explored.items():
         assert 1 <= depth <= 3 and len(nodes) <= config.explore
+
+
+def test_lexical_term_separates_rivals_on_one_path_by_hand_worked_bm25():
+    """Three transporters hang off one drug by the same relation with the same degrees and
+    one embedding, so the walk share and every cosine tie; only the question's words can
+    separate them. BM25 (k1 = 1.5, b = 0, Lucene's variant) worked by hand over the five node
+    texts, min-max normalized over the graph (the topic scores highest, an unrelated gene 0),
+    then taken relative to the best candidate."""
+    from adapath.retrieval.bm25 import TextIndex, minmax_columns, node_texts
+
+    graph = make_graph([
+        ("Cefazolin", "drug", "antibiotic cleared as an organic anion"),
+        ("SLC22A6", "gene/protein", "sodium dependent organic anion transport"),
+        ("SLC22A5", "gene/protein", "organic cation transport"),
+        ("SLC22A1", "gene/protein", "organic cation transport liver"),
+        ("ALB", "gene/protein", "albumin")],
+        [(0, "target", 1), (0, "target", 2), (0, "target", 3)])  # ALB: no edge, a text only
+    question = "which organic anion mover takes up cefazolin"
+    # the question's tokens in the texts: organic (4 of 5 texts), anion (2), cefazolin (1)
+    n, k1 = 5, 1.5
+    idf = {df: math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in (1, 2, 4)}
+    once = 1 / (1 + k1)  # term frequency 1 with b = 0 (Lucene's form: no k1 + 1 above)
+    raw = np.array([idf[4] + idf[2] + idf[1], idf[4] + idf[2], idf[4], idf[4], 0.0]) * once
+    index = TextIndex.build(node_texts(graph), k1=k1, b=0.0)
+    assert index.scores([question])[:, 0] == pytest.approx(raw, rel=1e-6)
+    relative = raw[1:4] / raw[1]  # SLC22A6 matches best among the candidates
+
+    vectors = np.ones((5, 2)) / np.sqrt(2.0)
+    bm25 = minmax_columns(index.scores([question]))
+    query = WalkQuery(0, [((3,), (0, 2), 1.0)], (0,), question=question)
+    q = np.array([[1.0, 0.0]])
+    for lexical in (0.0, 1.5):
+        config = WalkConfig(text=0.0, embed=1.0, end=2.0, lexical=lexical, answers=3)
+        outcome = WalkScorer(graph, FixedEmbeddings(vectors), config).score([query], bm25, q)[0]
+        got = dict(outcome.candidates)
+        # every walk is one damped edge (out-degree 3, in-degree 1) times the same potential
+        edge = 3.0 ** -config.damping * 1.0 ** -config.damping * math.exp(1.0 / math.sqrt(2.0))
+        share = edge / (3 * edge)
+        expected = {v: share * math.exp(2.0 / math.sqrt(2.0) + lexical * relative[v - 1]) for v in (1, 2, 3)}
+        assert got == pytest.approx(expected, rel=1e-6)  # BM25 scores are float32
+        if lexical:
+            assert outcome.candidates[0][0] == 1  # the anion transporter, which the question's words name
 
 
 # ---------------------------------------------------------------------------- own-hop pooling

@@ -28,7 +28,7 @@ from adapath.engine.walks import DAMPING
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
-from adapath.methods.answer_type import combine
+from adapath.methods.answer_type import combine, wh_phrase
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkOutcome, WalkQuery, WalkScorer
@@ -313,7 +313,9 @@ class AdaPath:
                 wanted.append(WalkQuery(plan.topics[0], lanes, tuple(plan.topics),
                                         plan.topics[1] if plan.junction else -1, plan.junction, queries[j].text))
             bm25 = minmax_columns(self.text.nodes.scores([queries[j].text for j in walked]))
-            for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked])):
+            focus = (self.encoder.encode([wh_phrase(queries[j].text) for j in walked])
+                     if self.walks.config.focus else None)
+            for j, outcome in zip(walked, self.walks.score(wanted, bm25, embeddings[walked], focus)):
                 outcomes[j] = outcome
         return outcomes
 
@@ -563,7 +565,10 @@ def _build(context: MethodContext) -> AdaPath:
                            share=params.get("share", True), shorter=params.get("shorter", True),
                            junction=params.get("junction", True), pool=params.get("pool", "own"),
                            control=params.get("control", "weigh"), type_model=params.get("type_model", True),
-                           walk=WalkConfig(damping=params.get("damping", DAMPING)))
+                           walk=WalkConfig(damping=params.get("damping", DAMPING),
+                                           end=params.get("end", WalkConfig.end),
+                                           lexical=params.get("lexical", WalkConfig.lexical),
+                                           focus=params.get("focus", WalkConfig.focus)))
     if config.llm_plan and context.llm is None:
         raise InputError("plan=llm (--llm-plan) needs an LLM (--llm ...)")
     if params.get("plan") not in ("bank", "llm"):
@@ -571,8 +576,9 @@ def _build(context: MethodContext) -> AdaPath:
     for name, allowed in (("pool", ("own", "all")), ("control", ("filter", "weigh"))):
         if params.get(name, allowed[0]) not in allowed:
             raise InputError(f"--param {name}={params.get(name)!r}: choose {' or '.join(allowed)}")
-    if config.walk.damping < 0:
-        raise InputError(f"--param damping={config.walk.damping}: must be at least 0")
+    for name in ("damping", "end", "lexical", "focus"):
+        if getattr(config.walk, name) < 0:
+            raise InputError(f"--param {name}={getattr(config.walk, name)}: must be at least 0")
     encoder = context.encoder()
     banks = LevelBanks(context.bank, encoder, params.get("retrieval_level", "same"), k=retrieve)
     return AdaPath(context.graph, banks, encoder, context.llm, config, graph_dir=context.graph_dir)
@@ -600,6 +606,11 @@ METHODS = [MethodSpec(
             Param("type_model", True, "without an LLM, a model of the question's wh-phrase trained on the bank's "
                   "questions joins the retrieval vote on the answer type"),
             Param("damping", DAMPING, "walk: DWPC degree-damping exponent"),
+            Param("end", WalkConfig.end, "walk: weight of a candidate's cosine to the question at the last step"),
+            Param("lexical", WalkConfig.lexical, "walk: weight of a candidate's BM25 match to the question, "
+                  "relative to the best candidate's (0: off)"),
+            Param("focus", WalkConfig.focus, "walk: weight of a candidate's cosine to the question's wh-phrase "
+                  "(0: off)"),
             Param("share", True, "beam without an LLM: share the frontier among meta-paths by retrieval score"),
             Param("shorter", True, "keep shorter completed paths ending in the predicted answer type"),
             Param("junction", True, "two topics: walk from both and meet at the answer"),

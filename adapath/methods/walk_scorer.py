@@ -13,9 +13,13 @@ with weights ``score_M / sum(score)`` (a candidate's share of the query's walk w
 with two topics, the second topic walks one step (the junction relations the bank's
 two-topic training queries show) and a candidate's share is multiplied by that walk's share
 at it (the walks meet at the answer); finally a candidate's score is its share times
-``exp(end * cos(v, q))``, since the question describes its answer, and times ``mentioned``
-when the question names it (BioStrat-QA questions never name their answer; they name the
-topic and, when explicit, the entities on the way).
+``exp(end * cos(v, q) + lexical * s_bm25(v) / max s_bm25 + focus * cos(v, wh(q)))``, since the
+question describes its answer: rivals reached by the same walks (related entities at the last
+step) share their walk mass, and what separates them is how the question's own words and
+its wh-phrase ``wh(q)`` ("thiazide diuretic used", "disease involving impaired blood flow")
+match each candidate's text, the BM25 taken relative to the best-matching candidate; and
+times ``mentioned`` when the question names it (BioStrat-QA questions never name their
+answer; they name the topic and, when explicit, the entities on the way).
 
 What comes back per query: candidates of the walked type ranked by score, the heaviest
 walks into the top ones (real edges), and per depth the nodes carrying the most walk weight
@@ -46,7 +50,9 @@ class WalkConfig:
     damping: float = DAMPING
     text: float = 4.0  # weight of the BM25 node term in a node's potential
     embed: float = 8.0  # weight of the embedding cosine in a node's potential
-    end: float = 8.0  # extra weight of the end node's cosine
+    end: float = 6.0  # extra weight of the end node's cosine
+    lexical: float = 2.0  # weight of the end node's BM25 relative to the best candidate's
+    focus: float = 8.0  # weight of the end node's cosine to the question's wh-phrase
     shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
     mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
     answers: int = 5  # top candidates whose walks are returned
@@ -80,9 +86,11 @@ class WalkScorer:
         self.config = config or WalkConfig()
         self.layers = RelationLayers(graph, self.config.damping)
 
-    def score(self, queries: list[WalkQuery], bm25: np.ndarray, vectors: np.ndarray) -> list[WalkOutcome]:
+    def score(self, queries: list[WalkQuery], bm25: np.ndarray, vectors: np.ndarray,
+              focus: np.ndarray | None = None) -> list[WalkOutcome]:
         """``bm25``: nodes x queries, min-max normalized per query; ``vectors``: question
-        embeddings, one row per query."""
+        embeddings, one row per query; ``focus``: embeddings of what each question says of
+        its answer (its wh-phrase), one row per query, or None."""
         c = self.config
         every = self.nodes.cosines(vectors) if hasattr(self.nodes, "cosines") else None
         known = every if every is not None else np.full((len(queries), self.graph.num_nodes), np.nan)
@@ -112,10 +120,11 @@ class WalkScorer:
         outcomes = []
         for j, q in enumerate(queries):
             mine = [(lane, weight, kind) for lane, (o, weight, kind) in zip(lanes, owners) if o == j]
-            outcomes.append(self._outcome(j, q, mine, potential, cosine))
+            outcomes.append(self._outcome(j, q, mine, potential, cosine, bm25[:, j],
+                                          None if focus is None else focus[j]))
         return outcomes
 
-    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine) -> WalkOutcome:
+    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, bm25, focus) -> WalkOutcome:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
@@ -137,7 +146,7 @@ class WalkScorer:
             if joined:
                 cands, scores = cands[met], scores[met] * meet_shares[at[met]]
         if len(cands):
-            scores = scores * np.exp(c.end * cosine(j, cands))
+            scores = scores * np.exp(self._end_logit(j, cands, cosine, bm25, focus))
         order = np.lexsort((cands, -scores))
         ranked = list(zip(cands[order].tolist(), scores[order].tolist()))
         if query.question and c.mentioned != 1.0:
@@ -173,6 +182,19 @@ class WalkScorer:
         return WalkOutcome(top, [(nodes, rels) for _, nodes, rels in paths], junction_paths,
                            explored)
 
+    def _end_logit(self, j, cands: np.ndarray, cosine, bm25: np.ndarray, focus) -> np.ndarray:
+        """What the question says of its answer, per candidate: the end cosine, the BM25
+        match relative to the best-matching candidate (the rivals at the last step share the
+        path, so only the words of the question that single out the answer separate them),
+        and the cosine to the wh-phrase."""
+        c = self.config
+        logit = c.end * cosine(j, cands)
+        if c.lexical:
+            logit = logit + c.lexical * relative(bm25[cands].astype(np.float64))
+        if c.focus and focus is not None:
+            logit = logit + c.focus * (np.asarray(self.nodes.get(cands), dtype=np.float64) @ focus)
+        return logit
+
     @staticmethod
     def _meet(junction) -> tuple[np.ndarray, np.ndarray]:
         """Each node's share of the second topic's junction walks (weights summed over
@@ -185,6 +207,12 @@ class WalkScorer:
             ends.append(lane.end.nodes)
             masses.append(weight * lane.end.mass / total)
         return sum_by_node(ends, masses)
+
+
+def relative(scores: np.ndarray) -> np.ndarray:
+    """Scores divided by their maximum (all 0 when none is positive)."""
+    top = scores.max(initial=0.0)
+    return scores / top if top > 0 else np.zeros_like(scores)
 
 
 def _names(name: str, question: str) -> bool:
