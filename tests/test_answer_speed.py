@@ -93,7 +93,8 @@ def test_node_cosines_of_a_complete_store_equal_the_rows_products(tmp_path):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_walk_scorer_with_every_cosine_at_once_matches_the_enumeration(seed, monkeypatch):
+@pytest.mark.parametrize("lexical, focus", [(0.0, 0.0), (2.0, 1.5)])
+def test_walk_scorer_with_every_cosine_at_once_matches_the_enumeration(seed, lexical, focus, monkeypatch):
     # the node embeddings hand the scorer every node's cosine (a complete store's route)
     from tests import test_adapath_inference as inference
 
@@ -102,7 +103,11 @@ def test_walk_scorer_with_every_cosine_at_once_matches_the_enumeration(seed, mon
             return (np.asarray(questions, dtype=np.float64) @ self.vectors.T)
 
         def get(self, nodes):
-            raise AssertionError("with every cosine at hand no row is looked up")
+            # the question's cosines come from cosines(); only the wh-phrase term reads the
+            # candidates' own rows
+            if not focus:
+                raise AssertionError("with every cosine at hand no row is looked up")
+            return super().get(nodes)
 
     monkeypatch.setattr(inference, "FixedEmbeddings", EveryCosine)
-    inference.test_walk_scorer_matches_an_enumeration_of_every_walk(seed)
+    inference.test_walk_scorer_matches_an_enumeration_of_every_walk(seed, lexical, focus)
