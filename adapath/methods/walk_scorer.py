@@ -92,8 +92,13 @@ class WalkScorer:
         embeddings, one row per query; ``focus``: embeddings of what each question says of
         its answer (its wh-phrase), one row per query, or None."""
         c = self.config
-        every = self.nodes.cosines(vectors) if hasattr(self.nodes, "cosines") else None
-        known = every if every is not None else np.full((len(queries), self.graph.num_nodes), np.nan)
+        n = len(queries)
+        every = None
+        if hasattr(self.nodes, "cosines"):  # a complete store: the questions and wh-phrases in one pass
+            both = vectors if focus is None or not c.focus else np.vstack([vectors, focus])
+            every = self.nodes.cosines(both)
+        focus_cosines = every[n:] if every is not None and len(every) > n else None
+        known = every[:n] if every is not None else np.full((n, self.graph.num_nodes), np.nan)
 
         def cosine(j: int, nodes: np.ndarray) -> np.ndarray:
             """Cosine of node texts to question j: every node's from a complete store, else
@@ -121,10 +126,11 @@ class WalkScorer:
         for j, q in enumerate(queries):
             mine = [(lane, weight, kind) for lane, (o, weight, kind) in zip(lanes, owners) if o == j]
             outcomes.append(self._outcome(j, q, mine, potential, cosine, bm25[:, j],
-                                          None if focus is None else focus[j]))
+                                          None if focus is None else focus[j],
+                                          None if focus_cosines is None else focus_cosines[j]))
         return outcomes
 
-    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, bm25, focus) -> WalkOutcome:
+    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, bm25, focus, focus_cosines) -> WalkOutcome:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
@@ -146,7 +152,7 @@ class WalkScorer:
             if joined:
                 cands, scores = cands[met], scores[met] * meet_shares[at[met]]
         if len(cands):
-            scores = scores * np.exp(self._end_logit(j, cands, cosine, bm25, focus))
+            scores = scores * np.exp(self._end_logit(j, cands, cosine, bm25, focus, focus_cosines))
         order = np.lexsort((cands, -scores))
         ranked = list(zip(cands[order].tolist(), scores[order].tolist()))
         if query.question and c.mentioned != 1.0:
@@ -182,7 +188,7 @@ class WalkScorer:
         return WalkOutcome(top, [(nodes, rels) for _, nodes, rels in paths], junction_paths,
                            explored)
 
-    def _end_logit(self, j, cands: np.ndarray, cosine, bm25: np.ndarray, focus) -> np.ndarray:
+    def _end_logit(self, j, cands: np.ndarray, cosine, bm25: np.ndarray, focus, focus_cosines=None) -> np.ndarray:
         """What the question says of its answer, per candidate: the end cosine, the BM25
         match relative to the best-matching candidate (the rivals at the last step share the
         path, so only the words of the question that single out the answer separate them),
@@ -191,7 +197,9 @@ class WalkScorer:
         logit = c.end * cosine(j, cands)
         if c.lexical:
             logit = logit + c.lexical * relative(bm25[cands].astype(np.float64))
-        if c.focus and focus is not None:
+        if c.focus and focus_cosines is not None:  # every node's, from a complete store
+            logit = logit + c.focus * focus_cosines[cands]
+        elif c.focus and focus is not None:
             logit = logit + c.focus * (np.asarray(self.nodes.get(cands), dtype=np.float64) @ focus)
         return logit
 
