@@ -97,7 +97,6 @@ class WalkScorer:
         if hasattr(self.nodes, "cosines"):  # a complete store: the questions and wh-phrases in one pass
             both = vectors if focus is None or not c.focus else np.vstack([vectors, focus])
             every = self.nodes.cosines(both)
-        focus_cosines = every[n:] if every is not None and len(every) > n else None
         known = every[:n] if every is not None else np.full((n, self.graph.num_nodes), np.nan)
 
         def cosine(j: int, nodes: np.ndarray) -> np.ndarray:
@@ -109,6 +108,15 @@ class WalkScorer:
             if len(missing):
                 known[j, missing] = self.nodes.get(missing) @ vectors[j]
             return known[j, nodes]
+
+        def focus_cosine(j: int, nodes: np.ndarray) -> np.ndarray | None:
+            """Cosine of node texts to question j's wh-phrase (None without one): from the
+            store's pass above when complete, else from the nodes' rows."""
+            if focus is None or not c.focus:
+                return None
+            if every is not None:
+                return every[n + j, nodes]
+            return np.asarray(self.nodes.get(nodes), dtype=np.float64) @ focus[j]
 
         def potential(j: int, nodes: np.ndarray) -> np.ndarray:
             return np.exp(c.text * bm25[nodes, j].astype(np.float64) + c.embed * cosine(j, nodes))
@@ -125,12 +133,10 @@ class WalkScorer:
         outcomes = []
         for j, q in enumerate(queries):
             mine = [(lane, weight, kind) for lane, (o, weight, kind) in zip(lanes, owners) if o == j]
-            outcomes.append(self._outcome(j, q, mine, potential, cosine, bm25[:, j],
-                                          None if focus is None else focus[j],
-                                          None if focus_cosines is None else focus_cosines[j]))
+            outcomes.append(self._outcome(j, q, mine, potential, cosine, focus_cosine, bm25[:, j]))
         return outcomes
 
-    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, bm25, focus, focus_cosines) -> WalkOutcome:
+    def _outcome(self, j, query: WalkQuery, lanes, potential, cosine, focus_cosine, bm25) -> WalkOutcome:
         c = self.config
         main = [(lane, w) for lane, w, kind in lanes if kind == "main" and len(lane.end.nodes)]
         junction = [(lane, w) for lane, w, kind in lanes if kind == "junction" and len(lane.end.nodes)]
@@ -152,7 +158,7 @@ class WalkScorer:
             if joined:
                 cands, scores = cands[met], scores[met] * meet_shares[at[met]]
         if len(cands):
-            scores = scores * np.exp(self._end_logit(j, cands, cosine, bm25, focus, focus_cosines))
+            scores = scores * np.exp(self._end_logit(j, cands, cosine, focus_cosine, bm25))
         order = np.lexsort((cands, -scores))
         ranked = list(zip(cands[order].tolist(), scores[order].tolist()))
         if query.question and c.mentioned != 1.0:
@@ -188,7 +194,7 @@ class WalkScorer:
         return WalkOutcome(top, [(nodes, rels) for _, nodes, rels in paths], junction_paths,
                            explored)
 
-    def _end_logit(self, j, cands: np.ndarray, cosine, bm25: np.ndarray, focus, focus_cosines=None) -> np.ndarray:
+    def _end_logit(self, j, cands: np.ndarray, cosine, focus_cosine, bm25: np.ndarray) -> np.ndarray:
         """What the question says of its answer, per candidate: the end cosine, the BM25
         match relative to the best-matching candidate (the rivals at the last step share the
         path, so only the words of the question that single out the answer separate them),
@@ -197,10 +203,9 @@ class WalkScorer:
         logit = c.end * cosine(j, cands)
         if c.lexical:
             logit = logit + c.lexical * relative(bm25[cands].astype(np.float64))
-        if c.focus and focus_cosines is not None:  # every node's, from a complete store
-            logit = logit + c.focus * focus_cosines[cands]
-        elif c.focus and focus is not None:
-            logit = logit + c.focus * (np.asarray(self.nodes.get(cands), dtype=np.float64) @ focus)
+        to_focus = focus_cosine(j, cands)
+        if to_focus is not None:
+            logit = logit + c.focus * to_focus
         return logit
 
     @staticmethod

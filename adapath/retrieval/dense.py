@@ -145,6 +145,7 @@ class SentenceEncoder:
 
 
 BACKENDS = ("torch", "openvino")
+DEVICES = ("cpu", "cuda")
 SMALL_BATCH = 64
 RECENT = 4096  # texts whose vectors an encoder keeps (about 6 MB at MiniLM's 384 dims)
 # What one extra encoder call costs, in padded tokens: on a CPU a call reads every weight
@@ -201,7 +202,6 @@ class RecentVectors:
         self._vectors.move_to_end(text)
         while len(self._vectors) > self.capacity:
             self._vectors.popitem(last=False)
-DEVICES = ("cpu", "cuda")
 
 
 def resolve_backend(backend: str, device: str) -> str:
