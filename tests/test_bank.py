@@ -315,3 +315,17 @@ def test_partial_bank_with_parts_of_the_older_naming_resumes(small, tmp_path):
     progress = build_bank(graph, training_queries(records), bank, config, graph_dir=root / "kg")
     assert progress.resumed_at == len(records) - 2 and progress.done == len(records)
     assert pq.read_table(bank / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))
+
+
+@pytest.mark.parametrize("ppr", ["exact", "certified"])
+def test_pipelined_build_gives_the_same_bank(small, tmp_path, ppr):
+    """Solving the next batch while this one's corridors run changes nothing in the bank."""
+    root, graph, records, config = small
+    config = BankConfig(batch=3, ppr=ppr)
+    queries = training_queries(records)
+    for name, pipeline in (("plain", False), ("pipelined", True)):
+        build_bank(graph, queries, tmp_path / name, config, LocalExecutor(threads=2, pipeline=pipeline),
+                   graph_dir=root / "kg")
+    assert len(list((tmp_path / "pipelined" / "parts").glob("part-*.parquet"))) > 1
+    assert pq.read_table(tmp_path / "pipelined" / "paths.parquet").equals(
+        pq.read_table(tmp_path / "plain" / "paths.parquet"))

@@ -27,7 +27,7 @@ from adapath.engine.paths import (
     k_shortest,
 )
 from adapath.engine.ppr import ETA, TOL, PPREngine
-from adapath.engine.weights import BETA, EPS, query_weights
+from adapath.engine.weights import BETA, EPS, QueryWeights, query_weights
 from adapath.errors import InputError
 from adapath.retrieval.bm25 import GraphText
 
@@ -130,6 +130,17 @@ class BatchResult:
     ended: float
 
 
+@dataclass
+class Solved:
+    """A batch after its PPR solve: what ``BatchRunner.finish`` needs."""
+
+    pairs: list[Pair]
+    weights: QueryWeights
+    cols: np.ndarray  # each pair's weight column
+    rho: np.ndarray  # N x len(pairs), columns contiguous
+    order: np.ndarray  # len(pairs) x T: each pair's best nodes by rho
+
+
 class BatchRunner:
     def __init__(self, graph: KnowledgeGraph, text: GraphText, config: BankConfig, threads: int = 1):
         """``threads`` run the per-pair corridor and path search (their kernels release the
@@ -140,6 +151,12 @@ class BatchRunner:
 
     def run_batch(self, pairs: list[Pair], seconds: dict[str, float]) -> list[dict]:
         """Paths of a batch of pairs, as row dicts; adds stage times to ``seconds``."""
+        return self.finish(self.solve(pairs, seconds), seconds)
+
+    def solve(self, pairs: list[Pair], seconds: dict[str, float]) -> Solved:
+        """A batch's first half: text similarity, weights and the ranked PPR solve (on the
+        GPU when the device is cuda). A pipelined executor runs it for the next batch while
+        ``finish`` runs this one's corridors."""
         c = self.config
         clock = time.perf_counter()
         texts = sorted({p.text for p in pairs})
@@ -154,22 +171,29 @@ class BatchRunner:
 
         clock = time.perf_counter()
         topics, answers = [p.topic for p in pairs], [p.answer for p in pairs]
+        top = self._corridor_builder().ranked_size(self.graph.num_nodes)
         if c.ppr == "certified":
             # certify the first rung only: almost every corridor stops there
-            result = self.ppr.bidirectional(weights, topics, answers, cols, ladder=c.ladder[:1],
-                                            slack=c.certify_slack)
+            ranking = self.ppr.ranked(weights, topics, answers, cols, ladder=c.ladder[:1],
+                                      slack=c.certify_slack, top=top)
         else:
-            result = self.ppr.bidirectional(weights, topics, answers, cols)
-        rhos = [result.forward[:, j] * result.backward[:, j] for j in range(len(pairs))]
+            ranking = self.ppr.ranked(weights, topics, answers, cols, top=top)
         seconds["ppr"] += time.perf_counter() - clock
+        return Solved(pairs, weights, cols, ranking.rho, ranking.order)
 
+    def finish(self, solved: Solved, seconds: dict[str, float]) -> list[dict]:
+        """A batch's second half: corridors, path search and rows."""
+        c = self.config
+        pairs, weights, cols = solved.pairs, solved.weights, solved.cols
+        rhos = [solved.rho[:, j] for j in range(len(pairs))]
+        orders = [solved.order[j] for j in range(len(pairs))]
         corridors: list = [None] * len(pairs)
         if c.ppr == "certified":
             # a pair whose corridor climbs the ladder (or falls back to the bounded search,
             # which ranks by rho) is solved again, certified at every rung
             def corridor(j: int):
                 clock = time.perf_counter()
-                built = self._corridor_builder().build(rhos[j], topics[j], answers[j])
+                built = self._corridor_builder().build(rhos[j], pairs[j].topic, pairs[j].answer, orders[j])
                 return built, time.perf_counter() - clock
 
             built = self._map(corridor, len(pairs))
@@ -179,15 +203,17 @@ class BatchRunner:
                        if cor.k != c.ladder[0] and cor.fallback != "unreachable"]
             if climbed:
                 clock = time.perf_counter()
-                again = self.ppr.bidirectional(weights, [topics[j] for j in climbed], [answers[j] for j in climbed],
-                                               cols[climbed], ladder=c.ladder, slack=c.certify_slack)
+                again = self.ppr.ranked(weights, [pairs[j].topic for j in climbed],
+                                        [pairs[j].answer for j in climbed], cols[climbed], ladder=c.ladder,
+                                        slack=c.certify_slack, top=solved.order.shape[1])
                 for i, j in enumerate(climbed):
-                    rhos[j] = again.forward[:, i] * again.backward[:, i]
+                    rhos[j], orders[j] = again.rho[:, i], again.order[i]
                     corridors[j] = None
                 seconds["ppr"] += time.perf_counter() - clock
 
         def one(j: int) -> tuple[list[dict], float, float]:
-            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]], rhos[j], corridors[j])
+            return self._pair_rows(pairs[j], weights.a[:, cols[j]], weights.b[:, cols[j]], rhos[j], orders[j],
+                                   corridors[j])
 
         outputs = self._map(one, len(pairs))
         rows = []
@@ -211,14 +237,15 @@ class BatchRunner:
             builder = self._local.corridors = CorridorBuilder(self.graph, self.config.ladder, self.config.max_hop)
         return builder
 
-    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray, corridor=None):
+    def _pair_rows(self, pair: Pair, a: np.ndarray, b: np.ndarray, rho: np.ndarray, order: np.ndarray,
+                   corridor=None):
         """Corridor (unless given), path search and rows of one pair; its corridor and path
         seconds."""
         g, c = self.graph, self.config
         corridors = self._corridor_builder()
         clock = time.perf_counter()
         if corridor is None:
-            corridor = corridors.build(rho, pair.topic, pair.answer)
+            corridor = corridors.build(rho, pair.topic, pair.answer, order)
         local = corridor_graph(g, corridors, corridor, a, b, rho, c.alpha)
         corridor_s = time.perf_counter() - clock
         clock = time.perf_counter()
@@ -247,9 +274,29 @@ class BatchRunner:
 
 def execute_batch(runner: BatchRunner, store: BankStore, batch: Batch) -> BatchResult:
     """Run one batch and write its part: what a worker does."""
+    return finish_batch(runner, store, solve_batch(runner, batch))
+
+
+@dataclass
+class SolvedBatch:
+    """A batch whose first half has run (``solve_batch``)."""
+
+    batch: Batch
+    solved: Solved
+    seconds: dict[str, float]
+    started: float  # wall clock (time.time)
+
+
+def solve_batch(runner: BatchRunner, batch: Batch) -> SolvedBatch:
+    """A batch's text, weights and PPR solve (``BatchRunner.solve``)."""
     started = time.time()
     seconds = dict.fromkeys(STAGES, 0.0)
-    rows = runner.run_batch(batch.pairs, seconds)
-    finished = batch.query_ids
-    store.write_part(batch.name, rows, finished)
-    return BatchResult(batch.name, finished, len(rows), seconds, started, time.time())
+    return SolvedBatch(batch, runner.solve(batch.pairs, seconds), seconds, started)
+
+
+def finish_batch(runner: BatchRunner, store: BankStore, part: SolvedBatch) -> BatchResult:
+    """A solved batch's corridors and paths, its part written."""
+    rows = runner.finish(part.solved, part.seconds)
+    finished = part.batch.query_ids
+    store.write_part(part.batch.name, rows, finished)
+    return BatchResult(part.batch.name, finished, len(rows), part.seconds, part.started, time.time())

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.kernels.subgraph import bfs_depths, induced_half_edges
+from adapath.kernels.rank import top_nodes
+from adapath.kernels.subgraph import bfs_depths, induced_half_edges, reaches
 
 LADDER = (150, 300, 500, 1000)
 
@@ -50,17 +49,18 @@ class CorridorBuilder:
 
     def _connected(self, nodes: np.ndarray, topic_pos: int, answer_pos: int) -> bool:
         src, dst, _ = self.induced(nodes)
-        m = sp.csr_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(len(nodes), len(nodes)))
-        reached = breadth_first_order(m, topic_pos, directed=True, return_predecessors=False)
-        return bool(np.any(reached == answer_pos))
+        return bool(reaches(src, dst, len(nodes), topic_pos, answer_pos))
 
-    def build(self, rho: np.ndarray, topic: int, answer: int) -> Corridor:
-        order = None
+    def ranked_size(self, num_nodes: int) -> int:
+        """How many of a pair's best nodes ``build`` may read: the last rung and two more."""
+        return min(max(self.ladder) + 2, num_nodes)
+
+    def build(self, rho: np.ndarray, topic: int, answer: int, order: np.ndarray | None = None) -> Corridor:
+        """The corridor of one pair. ``order``: its best nodes by rho (ties by node index),
+        at least ``ranked_size`` of them, when already ranked (``PPREngine.ranked``)."""
+        if order is None:
+            order = top_nodes(rho, self.ranked_size(len(rho)))
         for rung, k in enumerate(self.ladder):
-            if order is None or k > len(order):
-                take = min(max(self.ladder) + 2, len(rho))
-                part = np.argpartition(-rho, take - 1)[:take] if take < len(rho) else np.arange(len(rho))
-                order = part[np.lexsort((part, -rho[part]))]  # by rho, ties by node index
             top = order[:k]
             nodes = np.union1d(top, [topic, answer])
             if self._connected(nodes, int(np.searchsorted(nodes, topic)), int(np.searchsorted(nodes, answer))):

@@ -63,6 +63,8 @@ class LocalGraph:
         steps = path[:-1] * n + path[1:]
         lo = np.searchsorted(self.edge_keys, steps, side="left")
         hi = np.searchsorted(self.edge_keys, steps, side="right")
+        if cap >= 1 and np.all(hi - lo == 1):  # one edge per step (most paths): one sequence
+            return [(self.edge_relation[lo].astype(np.int64), float(sum(self.edge_cost[lo].tolist())))]
         options = [(self.edge_cost[a:b].tolist(), self.edge_relation[a:b]) for a, b in zip(lo, hi)]
 
         def total(choice: tuple[int, ...]) -> float:

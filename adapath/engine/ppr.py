@@ -13,6 +13,7 @@ explicitly; CuPy is imported only for ``device="cuda"``.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
 from adapath.kernels.ppr_numba import power_iteration, weight_columns, work_chunks
 from adapath.kernels.ppr_xp import power_iteration_xp
+from adapath.kernels.rank import rank_pairs
 
 ETA = 0.85
 TOL = 1e-8
@@ -38,10 +40,23 @@ class PPRResult:
     stopped: np.ndarray | None = None  # certified: the term at which each pair stopped
 
 
-class _SparseOperators:
-    """Per-relation adjacency, full adjacency, relation counts and degree in one namespace."""
+@dataclass
+class Ranking:
+    """Each pair's corridor score and its best nodes, without pi itself."""
 
-    def __init__(self, graph: KnowledgeGraph, xp, sparse):
+    rho: np.ndarray  # N x n, columns contiguous: rho[:, j] = pi_f * pi_b of pair j
+    order: np.ndarray  # n x T: pair j's T nodes of largest rho, ties by node index
+    iterations: int
+    change: float
+    stopped: np.ndarray | None = None  # certified: the term at which each pair stopped
+
+
+class _SparseOperators:
+    """Full adjacency, relation counts and degree in one namespace, each with a float32
+    copy; the per-relation adjacency only for the sparse-product step (``relations=True``),
+    which the fused GPU step does not need."""
+
+    def __init__(self, graph: KnowledgeGraph, xp, sparse, relations: bool = True):
         n, n_rel = graph.num_nodes, graph.num_relations
         src = np.asarray(graph.src, dtype=np.int64)
         dst = np.asarray(graph.indices, dtype=np.int64)
@@ -49,14 +64,15 @@ class _SparseOperators:
         ones = np.ones(len(dst))
         self.adjacency = _to_device(sp.csr_matrix((ones, (dst, src)), shape=(n, n)), xp, sparse)
         self.rel_adjacency = []
-        for r in range(n_rel):
+        for r in range(n_rel if relations else 0):
             mask = rel == r
             m = sp.csr_matrix((ones[mask], (dst[mask], src[mask])), shape=(n, n))
             self.rel_adjacency.append(_to_device(m, xp, sparse))
         counts = np.bincount(src * n_rel + rel, minlength=n * n_rel).reshape(n, n_rel)
         self.counts = xp.asarray(counts.astype(np.float64))
         self.degree = xp.asarray(graph.degree().astype(np.float64))
-        # float32 copies for the terms that carry little mass (edge counts are exact in float32)
+        # float32 copies for the terms that carry little mass (edge counts are exact in float32);
+        # their presence also tells the fused step to run those terms in float32
         self.low = (self.adjacency.astype(np.float32), [m.astype(np.float32) for m in self.rel_adjacency])
 
 
@@ -84,6 +100,9 @@ class PPREngine:
         self._bounds = None
         self._step = None
         self._xp = np
+        # one solve at a time: a pipelined build solves the next batch while this one's
+        # corridors run, and a certified build may solve again from those threads
+        self._lock = threading.Lock()
         if backend == "cupy":
             try:
                 import cupy
@@ -101,7 +120,8 @@ class PPREngine:
 
     def _operators(self):
         if self._ops is None:
-            self._ops = _SparseOperators(self.graph, self._xp, self._sparse)
+            fused = self.backend == "cupy" and self.fused and self._fused_step() is not None
+            self._ops = _SparseOperators(self.graph, self._xp, self._sparse, relations=not fused)
         return self._ops
 
     def _fused_step(self):
@@ -145,28 +165,30 @@ class PPREngine:
                                    self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
                                    pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
                                    certify_from=self.certify_from, shortlist=self.shortlist)
+        pi, iterations, change = self._personalized_xp(weights, seeds, weight_of, pairs, ladder, slack, stopped)
+        pi = self._xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
+        return self._to_host(pi).T, iterations, change  # the corridor reads one column per pair
+
+    def _personalized_xp(self, weights, seeds, weight_of, pairs, ladder, slack, stopped):
+        """``personalized`` on the array namespace; pi (N x S) stays on its device."""
         xp = self._xp
+        step = self._fused_step() if self.backend == "cupy" and self.fused else None
         ops = self._operators()
         columns = xp.asarray(weight_of)
         a = xp.asarray(weights.a, dtype=xp.float64)[:, columns]
         b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
-        pi, iterations, change = power_iteration_xp(
+        return power_iteration_xp(
             xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
             xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
             pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from,
-            step=self._fused_step() if self.backend == "cupy" and self.fused else None)
-        pi = xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
-        if xp is not np:                  # the corridor reads one column per pair
-            pi = xp.asnumpy(pi)
-        return pi.T, iterations, change
+            step=step)
 
-    def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
-                      slack: float = 0.0) -> PPRResult:
-        """For pair j, pi_f seeded at ``topics[j]`` and pi_b at ``answers[j]``, both walking
-        with weight column ``weight_of[j]`` (default j). One run; a (seed, weight column)
-        that recurs (the pairs of one record) is computed once. ``ladder`` (corridor sizes):
-        the certified solve, each pair stopping once its corridor's top K is final at every
-        rung (None: the full solve to ``tol``)."""
+    def _to_host(self, array):
+        return array if self._xp is np else self._xp.asnumpy(array)
+
+    def _seed_columns(self, weights: QueryWeights, topics, answers, weight_of):
+        """The distinct (seed, weight column) columns of a batch of pairs: (seeds, their
+        weight columns, pairs n x 2 as indices into them: forward, backward)."""
         topics = np.asarray(topics, dtype=np.int64)
         answers = np.asarray(answers, dtype=np.int64)
         n = len(topics)
@@ -175,14 +197,46 @@ class PPREngine:
         columns = np.concatenate([weight_of, weight_of])
         keys = seeds * max(1, weights.batch) + columns
         unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
         if len(unique) == len(keys):
-            pairs = np.column_stack([np.arange(n), np.arange(n, 2 * n)])
-            pi, iterations, change = self.personalized(weights, seeds, columns, pairs, ladder, slack, stopped)
+            return seeds, columns, np.column_stack([np.arange(n), np.arange(n, 2 * n)])
+        inverse = inverse.ravel()
+        return seeds[first], columns[first], np.column_stack([inverse[:n], inverse[n:]])
+
+    def bidirectional(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
+                      slack: float = 0.0) -> PPRResult:
+        """For pair j, pi_f seeded at ``topics[j]`` and pi_b at ``answers[j]``, both walking
+        with weight column ``weight_of[j]`` (default j). One run; a (seed, weight column)
+        that recurs (the pairs of one record) is computed once. ``ladder`` (corridor sizes):
+        the certified solve, each pair stopping once its corridor's top K is final at every
+        rung (None: the full solve to ``tol``)."""
+        seeds, columns, pairs = self._seed_columns(weights, topics, answers, weight_of)
+        n = len(pairs)
+        stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
+        with self._lock:
+            part, iterations, change = self.personalized(weights, seeds, columns, pairs, ladder, slack, stopped)
+        if len(seeds) == 2 * n:
+            pi = part
         else:
-            inverse = inverse.ravel()
-            pairs = np.column_stack([inverse[:n], inverse[n:]])
-            part, iterations, change = self.personalized(weights, seeds[first], columns[first], pairs,
-                                                         ladder, slack, stopped)
-            pi = np.ascontiguousarray(part.T)[inverse].T  # rows of the column-major copy
+            pi = np.ascontiguousarray(part.T)[pairs.T.ravel()].T  # rows of the column-major copy
         return PPRResult(pi[:, :n], pi[:, n:], iterations, change, stopped)
+
+    def ranked(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
+               slack: float = 0.0, top: int = 1002) -> Ranking:
+        """``bidirectional``, then each pair's ``rho = pi_f * pi_b`` and its ``top`` best
+        nodes (``adapath.kernels.rank``), without handing pi back: on the GPU, rho and the
+        ranking are formed there and only they travel to the host."""
+        seeds, columns, pairs = self._seed_columns(weights, topics, answers, weight_of)
+        n = len(pairs)
+        stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
+        with self._lock:
+            if self.backend == "numba":
+                pi, iterations, change = self.personalized(weights, seeds, columns, pairs, ladder, slack, stopped)
+                rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top)
+            else:
+                xp = self._xp
+                pi, iterations, change = self._personalized_xp(weights, seeds, columns, pairs, ladder, slack, stopped)
+                index = xp.asarray(pairs)
+                rho_t = xp.ascontiguousarray((pi[:, index[:, 0]] * pi[:, index[:, 1]]).T)
+                order = xp.argsort(-rho_t, axis=1, kind="stable")[:, :top]
+                rho_t, order = self._to_host(rho_t), self._to_host(order).astype(np.int64)
+        return Ranking(rho_t.T, order, iterations, change, stopped)

@@ -59,3 +59,34 @@ def bfs_depths(indptr, indices, source, max_depth):
         frontier, nxt = nxt, frontier
         size = count
     return depth
+
+
+@njit(cache=True, nogil=True)
+def reaches(src, dst, size, source, target):
+    """Whether ``target`` is reachable from ``source`` along the half-edges (src[k], dst[k])
+    of a graph of ``size`` nodes, src in increasing order (as ``induced_half_edges`` gives
+    them)."""
+    if source == target:
+        return True
+    start = np.zeros(size + 1, dtype=np.int64)
+    for k in range(src.shape[0]):
+        start[src[k] + 1] += 1
+    for i in range(size):
+        start[i + 1] += start[i]
+    seen = np.zeros(size, dtype=np.bool_)
+    queue = np.empty(size, dtype=np.int64)
+    queue[0] = source
+    seen[source] = True
+    head, tail = 0, 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for k in range(start[u], start[u + 1]):
+            v = dst[k]
+            if not seen[v]:
+                if v == target:
+                    return True
+                seen[v] = True
+                queue[tail] = v
+                tail += 1
+    return False

@@ -79,9 +79,32 @@ def _same(a, b):
     return True
 
 
-@njit(cache=True, nogil=True)
 def yen_k_shortest(indptr, indices, cost, source, target, k):
-    """Up to k cheapest simple paths, in order of cost. Returns (costs, list of node arrays)."""
+    """Up to k cheapest simple paths, in order of cost. Returns (costs, list of node arrays).
+
+    The kernel hands its paths back as one flat array: reading a Numba typed list from
+    Python unboxes every element under the GIL, which made this call most of a path
+    search's time when threads share the work."""
+    costs, offsets, flat = _yen_flat(indptr, indices, cost, source, target, k)
+    return costs, np.split(flat, offsets[1:-1]) if len(costs) else []
+
+
+@njit(cache=True, nogil=True)
+def _yen_flat(indptr, indices, cost, source, target, k):
+    """``_yen`` with its paths concatenated: (costs, offsets of len(costs) + 1, nodes)."""
+    costs, paths = _yen(indptr, indices, cost, source, target, k)
+    offsets = np.zeros(len(paths) + 1, dtype=np.int64)
+    for i in range(len(paths)):
+        offsets[i + 1] = offsets[i] + paths[i].shape[0]
+    flat = np.empty(offsets[-1], dtype=np.int64)
+    for i in range(len(paths)):
+        flat[offsets[i]:offsets[i + 1]] = paths[i]
+    return costs, offsets, flat
+
+
+@njit(cache=True, nogil=True)
+def _yen(indptr, indices, cost, source, target, k):
+    """Up to k cheapest simple paths, in order of cost: (costs, typed list of node arrays)."""
     n = indptr.shape[0] - 1
     paths = List()
     costs = List()

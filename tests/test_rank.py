@@ -1,0 +1,76 @@
+"""Ranking nodes by rho = pi_f * pi_b, and reachability in a corridor, against NumPy's
+stable sort, a dense product and networkx."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from adapath.engine.ppr import PPREngine
+from adapath.engine.weights import query_weights
+from adapath.kernels.rank import rank_pairs, top_nodes
+from adapath.kernels.subgraph import reaches
+from tests.helpers import random_graph
+
+
+def stable_top(rho, top):
+    """The reference order: a stable sort of -rho (score descending, ties by node index)."""
+    return np.argsort(-rho, kind="stable")[:top]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("top", [1, 7, 50, 400])
+def test_top_nodes_is_a_stable_sort_with_ties(seed, top):
+    rng = np.random.default_rng(seed)
+    n = 300
+    # coarse integer scores with many zeros: ties inside the top and across its boundary
+    rho = np.where(rng.random(n) < 0.4, 0.0, rng.integers(0, 6, n).astype(float))
+    np.testing.assert_array_equal(top_nodes(rho, top), stable_top(rho, top))
+
+
+def test_top_nodes_all_equal_keeps_the_lowest_indices():
+    np.testing.assert_array_equal(top_nodes(np.zeros(10), 4), [0, 1, 2, 3])
+    np.testing.assert_array_equal(top_nodes(np.array([1.0, 3.0, 3.0, 2.0]), 9), [1, 2, 3, 0])
+
+
+def test_rank_pairs_matches_the_dense_product():
+    rng = np.random.default_rng(4)
+    columns = rng.integers(0, 4, (5, 200)).astype(float) / 4.0  # S x N with ties
+    forward, backward = np.array([0, 2, 4, 1]), np.array([1, 3, 0, 1])
+    rho, order = rank_pairs(columns, forward, backward, 60)
+    for p, (f, b) in enumerate(zip(forward, backward)):
+        expected = columns[f] * columns[b]
+        np.testing.assert_array_equal(rho[p], expected)
+        np.testing.assert_array_equal(order[p], stable_top(expected, 60))
+
+
+@pytest.mark.parametrize("backend", ["numba", "scipy"])
+def test_ranked_equals_bidirectional_then_a_stable_sort(backend):
+    graph = random_graph(3, n=80, m=400)
+    rng = np.random.default_rng(3)
+    weights = query_weights(rng.random((graph.num_nodes, 3)), rng.random((graph.num_relations, 3)), beta=0.3)
+    connected = np.flatnonzero(graph.degree() > 0)
+    topics, answers = rng.choice(connected, 5), rng.choice(connected, 5)
+    answers[4], topics[3] = answers[0], topics[1]  # a repeated seed: one column serves two pairs
+    cols = np.array([0, 1, 2, 0, 0])
+    engine = PPREngine(graph, backend=backend)
+    full = engine.bidirectional(weights, topics, answers, cols)
+    ranking = engine.ranked(weights, topics, answers, cols, top=30)
+    for j in range(5):
+        rho = full.forward[:, j] * full.backward[:, j]
+        np.testing.assert_array_equal(ranking.rho[:, j], rho)  # the same products, bit for bit
+        np.testing.assert_array_equal(ranking.order[j], stable_top(rho, 30))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_reaches_agrees_with_networkx(seed):
+    rng = np.random.default_rng(seed)
+    n, m = 40, 45  # sparse: several components
+    u, v = rng.integers(0, n, m), rng.integers(0, n, m)
+    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    reference = nx.Graph()
+    reference.add_nodes_from(range(n))
+    reference.add_edges_from(zip(u.tolist(), v.tolist()))
+    for s, t in rng.integers(0, n, (20, 2)).tolist():
+        assert reaches(src, dst, n, s, t) == nx.has_path(reference, s, t)
