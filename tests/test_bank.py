@@ -329,3 +329,13 @@ def test_pipelined_build_gives_the_same_bank(small, tmp_path, ppr):
     assert len(list((tmp_path / "pipelined" / "parts").glob("part-*.parquet"))) > 1
     assert pq.read_table(tmp_path / "pipelined" / "paths.parquet").equals(
         pq.read_table(tmp_path / "plain" / "paths.parquet"))
+
+
+def test_bank_cli_pipeline_flag(small, tmp_path, capsys):
+    root, *_ = small
+    args = ["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}", "--batch", "5"]
+    code, _, err = run_cli(args + ["--out", tmp_path / "ray", "--executor", "ray", "--pipeline"], capsys)
+    assert code == 2 and "--pipeline needs --executor local" in err and not (tmp_path / "ray").exists()
+    code, _, err = run_cli(args + ["--out", tmp_path / "piped", "--pipeline"], capsys)
+    assert code == 0, err
+    assert pq.read_table(tmp_path / "piped" / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))

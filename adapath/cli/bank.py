@@ -33,6 +33,7 @@ def bank_build(
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT (as `ray start --head` prints it); without it --executor ray starts a local cluster."),
     workers: int = typer.Option(0, "--workers", help="local: CPU threads for PPR and the per-query path search; ray: batches running at once (0 = every core / every CPU of the cluster)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs (Numba threads) each Ray task asks for."),
+    pipeline: bool | None = typer.Option(None, "--pipeline/--no-pipeline", help="local: solve the next batch's PPR while this batch's corridors and paths run (default: on with --device cuda, off on the CPU)."),
     beta: float = typer.Option(0.3, "--beta", help="Eq. 1: weight of relation similarity against node similarity."),
     eta: float = typer.Option(0.85, "--eta", help="PPR teleport probability."),
     ladder: str = typer.Option("150,300,500,1000", "--ladder", help="Corridor sizes K tried in turn until topic and answer connect."),
@@ -64,7 +65,7 @@ def bank_build(
     if device not in ("cpu", "cuda"):
         raise InputError(f"--device {device!r}: choose cpu or cuda")
     runner = make_executor(executor, workers=workers, ray_address=ray_address,
-                           threads_per_worker=threads_per_worker)
+                           threads_per_worker=threads_per_worker, pipeline=pipeline)
     training = training_queries(load_records(parse_spec(queries)))
     if not training:
         raise InputError(f"{queries}: no records")

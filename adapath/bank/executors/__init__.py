@@ -32,17 +32,21 @@ class Executor(Protocol):
 
 
 def make_executor(name: str, workers: int = 0, ray_address: str | None = None,
-                  threads_per_worker: int = 1) -> Executor:
-    """``local``: ``workers`` threads in this process (0 = every core). ``ray``: ``workers``
-    Ray tasks at once (0 = every CPU of the cluster), each with ``threads_per_worker``
-    threads, on the cluster at ``ray_address`` (None = a local cluster started here)."""
+                  threads_per_worker: int = 1, pipeline: bool | None = None) -> Executor:
+    """``local``: ``workers`` threads in this process (0 = every core), the next batch
+    solved while this one's corridors run if ``pipeline`` (None: on the GPU). ``ray``:
+    ``workers`` Ray tasks at once (0 = every CPU of the cluster), each with
+    ``threads_per_worker`` threads, on the cluster at ``ray_address`` (None = a local
+    cluster started here)."""
     if name == "local":
         if ray_address:
             raise InputError("--ray-address needs --executor ray")
         from adapath.bank.executors.local import LocalExecutor
 
-        return LocalExecutor(threads=workers)
+        return LocalExecutor(threads=workers, pipeline=pipeline)
     if name == "ray":
+        if pipeline:
+            raise InputError("--pipeline needs --executor local (a Ray worker runs one batch at a time)")
         from adapath.bank.executors.ray import RayExecutor
 
         return RayExecutor(address=ray_address, workers=workers, threads_per_worker=threads_per_worker)
