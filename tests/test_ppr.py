@@ -196,3 +196,22 @@ def test_array_kernel_float32_terms_stay_within_tolerance():
     full, _, _ = power_iteration_xp(*args)
     assert ops.low[0].dtype == np.float32
     assert 0 < np.abs(mixed - full).sum(axis=0).max() <= 1e-9
+
+
+def test_reused_work_arrays_leave_no_trace_between_solves():
+    """The engine keeps its solve's arrays across calls; a solve after others of other
+    shapes gives the bits of a solve on a fresh engine."""
+    graph = random_graph(7, n=120, m=700)
+    rng = np.random.default_rng(7)
+    connected = np.flatnonzero(graph.degree() > 0)
+    batches = []
+    for size in (9, 3, 40, 9):
+        _, _, weights = random_weights(graph, size, int(rng.integers(1 << 30)))
+        batches.append((weights, rng.choice(connected, size), rng.choice(connected, size)))
+    shared = PPREngine(graph)
+    for weights, topics, answers in batches:
+        for ladder in (None, (5, 10)):
+            reused = shared.bidirectional(weights, topics, answers, ladder=ladder)
+            fresh = PPREngine(graph).bidirectional(weights, topics, answers, ladder=ladder)
+            np.testing.assert_array_equal(reused.forward, fresh.forward)
+            np.testing.assert_array_equal(reused.backward, fresh.backward)

@@ -102,7 +102,8 @@ class PPREngine:
         self._xp = np
         # one solve at a time: a pipelined build solves the next batch while this one's
         # corridors run, and a certified build may solve again from those threads
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._workspace: dict = {}  # the Numba solve's own arrays, kept across solves
         if backend == "cupy":
             try:
                 import cupy
@@ -159,13 +160,15 @@ class PPREngine:
         g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
         weight_of = weight_columns(weight_of, len(seeds), weights.batch)
-        if self.backend == "numba":
-            return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
-                                   np.asarray(weights.b), seeds, self.eta, self.tol,
-                                   self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
-                                   pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
-                                   certify_from=self.certify_from, shortlist=self.shortlist)
-        pi, iterations, change = self._personalized_xp(weights, seeds, weight_of, pairs, ladder, slack, stopped)
+        with self._lock:
+            if self.backend == "numba":
+                return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
+                                       np.asarray(weights.b), seeds, self.eta, self.tol,
+                                       self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
+                                       pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
+                                       certify_from=self.certify_from, shortlist=self.shortlist,
+                                       workspace=self._workspace)
+            pi, iterations, change = self._personalized_xp(weights, seeds, weight_of, pairs, ladder, slack, stopped)
         pi = self._xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
         return self._to_host(pi).T, iterations, change  # the corridor reads one column per pair
 

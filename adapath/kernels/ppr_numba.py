@@ -96,13 +96,32 @@ def weight_columns(weight_of, seeds: int, weights: int) -> np.ndarray:
     return weight_of
 
 
+def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero: bool = False) -> np.ndarray:
+    """An array of ``shape`` for one solve's own use, taken from ``workspace`` (a dict kept
+    across solves) when it holds one big enough, else allocated there. Fresh memory costs a
+    page fault per page on first touch, which on a virtual machine with transparent huge
+    pages can cost more than the sweep that fills it; reused pages are already mapped.
+    ``zero``: cleared first. Without a workspace: a new array."""
+    if workspace is None:
+        return np.zeros(shape, dtype=dtype) if zero else np.empty(shape, dtype=dtype)
+    size = math.prod(shape)
+    flat = workspace.get(name)
+    if flat is None or flat.dtype != np.dtype(dtype) or flat.size < size:
+        flat = workspace[name] = np.empty(size, dtype=dtype)
+    out = flat[:size].reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
+
+
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
-              dtype=np.float64) -> np.ndarray:
+              dtype=np.float64, out: np.ndarray | None = None) -> np.ndarray:
     """(rows, B) -> (blocks, rows, lanes), zero-padded lanes; ``columns`` picks (and may
     repeat) the columns that fill the lanes in order, -1 for an empty lane."""
     matrix = np.ascontiguousarray(matrix, dtype=np.float64)
     columns = np.arange(matrix.shape[1]) if columns is None else np.asarray(columns, dtype=np.int64)
-    out = np.empty((max(1, -(-len(columns) // lanes)), matrix.shape[0], lanes), dtype=dtype)
+    if out is None:
+        out = np.empty((max(1, -(-len(columns) // lanes)), matrix.shape[0], lanes), dtype=dtype)
     _gather_blocks(matrix, columns, out)
     return out
 
@@ -389,12 +408,13 @@ def _zero_lanes(xb, block, lane, columns, bounds):
                 xb[t, v, at] = 0.0
 
 
-def inverse_out_weights(indptr, indices, rel, a, b, bounds=None) -> np.ndarray:
+def inverse_out_weights(indptr, indices, rel, a, b, bounds=None, workspace=None) -> np.ndarray:
     """1 / out-weight of every node for every weight column (0 where a node has none), in
     blocks: weight column w at ``[w // lanes, :, w % lanes]``."""
-    _, lanes = block_layout(a.shape[1])
-    b_blocks = to_blocks(np.asarray(b), lanes)
-    inv = np.empty_like(b_blocks)
+    blocks, lanes = block_layout(a.shape[1])
+    shape = (blocks, np.asarray(b).shape[0], lanes)
+    b_blocks = to_blocks(np.asarray(b), lanes, out=work_array(workspace, "b_blocks", shape))
+    inv = work_array(workspace, "inv_out", shape)
     bounds = work_chunks(indptr) if bounds is None else bounds
     scratch = np.empty((b_blocks.shape[0] * (bounds.shape[0] - 1), lanes))
     _inverse_out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, inv, scratch)
@@ -444,7 +464,8 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
-                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512):
+                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512,
+                    workspace=None):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
@@ -465,6 +486,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     and keeps a shortlist of its ``shortlist`` (at least 4 x the top rung) most promising
     nodes with a bound on all others; its later checks, every term, read the shortlist only
     (``certify_listed``), and go back to a full check when that bound is too loose.
+
+    ``workspace`` (a dict the caller keeps across calls, one call at a time): the solve's
+    own arrays are taken from it (``work_array``); pi is always new.
     """
     n = indptr.shape[0] - 1
     weights = a.shape[1]
@@ -476,15 +500,17 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
     a = np.ascontiguousarray(a, dtype=np.float64)
     b_rows = np.ascontiguousarray(b, dtype=np.float64)
-    b_cols = np.ascontiguousarray(b_rows.T)
-    inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds)  # once per weight column
+    b_cols = work_array(workspace, "b_cols", b_rows.T.shape)
+    b_cols[...] = b_rows.T
+    inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds, workspace)  # once per weight column
     halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights)
     lanes = halves * slots
     columns = np.arange(count)
     terms = min(series_terms(eta, tol), max_iter)
 
-    x = np.zeros((count, n))  # push phase, column-major
+    x = work_array(workspace, "x0", (count, n), zero=True)  # push phase, column-major
     x[columns, seeds] = 1.0
+    spare = "x1"  # the push terms alternate between two arrays
     # A seed without out-weight (isolated, or all its edges weigh 0) keeps all its mass:
     # its PPR is exactly its indicator.
     weight_lanes = inv_weights.shape[2]
@@ -517,13 +543,16 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
         if len(leaving) and xb is None:
             dtype = np.float32 if mixed_precision else np.float64
-            low = (to_blocks(a, slots, slot_weight, dtype), to_blocks(b_rows, slots, slot_weight, dtype),
-                   np.empty((blocks, n, slots), dtype=dtype))
+            low = (to_blocks(a, slots, slot_weight, dtype),
+                   to_blocks(b_rows, slots, slot_weight, dtype,
+                             out=work_array(workspace, "b_low", (blocks, n, slots), dtype)),
+                   work_array(workspace, "inv_low", (blocks, n, slots), dtype))
             _regroup(inv_weights, slot_weight, low[2])
-            pi_blocks = np.zeros((blocks, n, lanes))
-            xb = np.zeros((blocks, n, lanes + slots), dtype=dtype)
+            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
+            xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype, zero=True)
             xb[:, :, lanes:] = low[1]  # b: constant across terms
-            xb_next = xb.copy()
+            xb_next = work_array(workspace, "xb_next", xb.shape, dtype)
+            xb_next[...] = xb
             scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
         if len(leaving):
             # x (column-major) still holds x_{term-1} for these columns
@@ -532,7 +561,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             dense[block[leaving]] = True
             pushing = np.flatnonzero(sparse & ~finished)
         if len(pushing):
-            y_cols = np.empty_like(x)
+            y_cols = work_array(workspace, spare, x.shape)
+            spare = "x1" if spare == "x0" else "x0"
             _push(indptr, indices, rel, a, b_cols, inv_weights, weight_of, x, y_cols, pi, scale, pushing)
             x = y_cols
         if dense.any():
