@@ -30,16 +30,16 @@ class LocalExecutor:
         solve runs on the GPU, where it leaves the cores free)."""
         self.threads = threads or (os.cpu_count() or 1)
         self.pipeline = pipeline
+        self.pipelined = False  # what ``prepare`` decided for this build
         self.runner: BatchRunner | None = None
 
     def prepare(self, graph, text, config) -> None:
         set_numba_threads(self.threads)
         self.runner = BatchRunner(graph, text, config, threads=self.threads)
-        if self.pipeline is None:
-            self.pipeline = config.device == "cuda"
+        self.pipelined = config.device == "cuda" if self.pipeline is None else self.pipeline
 
     def run(self, store, batches, on_result) -> None:
-        if not self.pipeline:
+        if not self.pipelined:
             for batch in batches:
                 on_result(execute_batch(self.runner, store, batch))
             return
