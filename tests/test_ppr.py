@@ -215,3 +215,7 @@ def test_reused_work_arrays_leave_no_trace_between_solves():
             fresh = PPREngine(graph).bidirectional(weights, topics, answers, ladder=ladder)
             np.testing.assert_array_equal(reused.forward, fresh.forward)
             np.testing.assert_array_equal(reused.backward, fresh.backward)
+            # ranked: pi itself lives in the work arrays, rho and the ranking are new
+            ranked = shared.ranked(weights, topics, answers, ladder=ladder, top=25)
+            np.testing.assert_array_equal(ranked.rho, fresh.forward * fresh.backward)
+            np.testing.assert_array_equal(ranked.order, np.argsort(-ranked.rho.T, axis=1, kind="stable")[:, :25])

@@ -162,15 +162,22 @@ class PPREngine:
         weight_of = weight_columns(weight_of, len(seeds), weights.batch)
         with self._lock:
             if self.backend == "numba":
-                return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a),
-                                       np.asarray(weights.b), seeds, self.eta, self.tol,
-                                       self.max_iter, bounds=self._work_chunks(), weight_of=weight_of,
-                                       pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
-                                       certify_from=self.certify_from, shortlist=self.shortlist,
-                                       workspace=self._workspace)
+                return self._power_iteration(weights, seeds, weight_of, pairs, ladder, slack, stopped, keep=True)
             pi, iterations, change = self._personalized_xp(weights, seeds, weight_of, pairs, ladder, slack, stopped)
         pi = self._xp.ascontiguousarray(pi.T)  # columns contiguous, as the Numba kernel returns them:
         return self._to_host(pi).T, iterations, change  # the corridor reads one column per pair
+
+    def _power_iteration(self, weights, seeds, weight_of, pairs, ladder, slack, stopped, keep):
+        """The Numba solve; ``keep=False``: pi lives in the engine's work arrays, valid until
+        the next solve (the caller holds the lock and reads it at once)."""
+        g = self.graph
+        return power_iteration(g.indptr, g.indices, g.rel, np.asarray(weights.a), np.asarray(weights.b),
+                               np.asarray(seeds, dtype=np.int64), self.eta, self.tol, self.max_iter,
+                               bounds=self._work_chunks(),
+                               weight_of=weight_columns(weight_of, len(seeds), weights.batch),
+                               pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
+                               certify_from=self.certify_from, shortlist=self.shortlist,
+                               workspace=self._workspace, keep=keep)
 
     def _personalized_xp(self, weights, seeds, weight_of, pairs, ladder, slack, stopped):
         """``personalized`` on the array namespace; pi (N x S) stays on its device."""
@@ -233,7 +240,8 @@ class PPREngine:
         stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
         with self._lock:
             if self.backend == "numba":
-                pi, iterations, change = self.personalized(weights, seeds, columns, pairs, ladder, slack, stopped)
+                pi, iterations, change = self._power_iteration(weights, seeds, columns, pairs, ladder, slack,
+                                                               stopped, keep=False)
                 rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top)
             else:
                 xp = self._xp

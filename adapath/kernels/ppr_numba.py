@@ -96,6 +96,21 @@ def weight_columns(weight_of, seeds: int, weights: int) -> np.ndarray:
     return weight_of
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _zero(flat, chunk):
+    for i in prange(-(-flat.shape[0] // chunk)):
+        flat[i * chunk:min(flat.shape[0], (i + 1) * chunk)] = 0
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _transpose(source, out, row_chunks):
+    """out (W, N) = source (N, W), a chunk of rows at a time (its rows stay in cache)."""
+    for chunk in prange(row_chunks.shape[0] - 1):
+        for w in range(source.shape[1]):
+            for v in range(row_chunks[chunk], row_chunks[chunk + 1]):
+                out[w, v] = source[v, w]
+
+
 def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero: bool = False) -> np.ndarray:
     """An array of ``shape`` for one solve's own use, taken from ``workspace`` (a dict kept
     across solves) when it holds one big enough, else allocated there. Fresh memory costs a
@@ -108,10 +123,9 @@ def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero:
     flat = workspace.get(name)
     if flat is None or flat.dtype != np.dtype(dtype) or flat.size < size:
         flat = workspace[name] = np.empty(size, dtype=dtype)
-    out = flat[:size].reshape(shape)
     if zero:
-        out.fill(0)
-    return out
+        _zero(flat[:size], 1 << 16)  # both cores: one memset is slower than the sweep it precedes
+    return flat[:size].reshape(shape)
 
 
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
@@ -465,7 +479,7 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
                     pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512,
-                    workspace=None):
+                    workspace=None, keep=True):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
@@ -488,7 +502,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     (``certify_listed``), and go back to a full check when that bound is too loose.
 
     ``workspace`` (a dict the caller keeps across calls, one call at a time): the solve's
-    own arrays are taken from it (``work_array``); pi is always new.
+    own arrays are taken from it (``work_array``), and pi too unless ``keep`` (the caller
+    reads pi before the next call and keeps nothing of it).
     """
     n = indptr.shape[0] - 1
     weights = a.shape[1]
@@ -501,7 +516,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     a = np.ascontiguousarray(a, dtype=np.float64)
     b_rows = np.ascontiguousarray(b, dtype=np.float64)
     b_cols = work_array(workspace, "b_cols", b_rows.T.shape)
-    b_cols[...] = b_rows.T
+    _transpose(b_rows, b_cols, row_chunks)
     inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds, workspace)  # once per weight column
     halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights)
     lanes = halves * slots
@@ -515,7 +530,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     # its PPR is exactly its indicator.
     weight_lanes = inv_weights.shape[2]
     stuck = inv_weights[weight_of // weight_lanes, seeds, weight_of % weight_lanes] == 0.0
-    pi = np.zeros((count, n))
+    pi = np.zeros((count, n)) if keep else work_array(workspace, "pi", (count, n), zero=True)
     pi[columns, seeds] = np.where(stuck, 1.0, eta)
     sparse = ~stuck
     dense = np.zeros(blocks, dtype=bool)  # blocks with at least one dense lane
