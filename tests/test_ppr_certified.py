@@ -107,6 +107,59 @@ def test_early_exit_leaves_the_other_queries_unchanged(backend):
         np.testing.assert_allclose(alone.backward[:, 0], together.backward[:, j], rtol=1e-12, atol=1e-15)
 
 
+def test_batch_laid_out_again_as_pairs_stop_leaves_every_pair_unchanged(monkeypatch):
+    """24 pairs, each with its own weights, fill two dense blocks. 18 pairs lie in one
+    component and stop early; the other 6 join the two components (rho is 0 everywhere, a
+    tie that is never certified) and run every term. Once the 18 stop, the 6 are moved into
+    one block (work arrays from the engine's workspace) and run on there. Every pair has the
+    dense solve's top K and the result of solving it alone; a second batch on the same
+    engine after the move equals a fresh engine's."""
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.kernels import ppr_numba
+
+    moves = []
+    move_lanes = ppr_numba._move_lanes
+
+    def counted(*args):
+        moves.append(len(args[-2]))
+        return move_lanes(*args)
+
+    monkeypatch.setattr(ppr_numba, "_move_lanes", counted)
+    rng = np.random.default_rng(11)
+    head = np.concatenate([rng.integers(0, 120, 800), rng.integers(120, 160, 200)])
+    tail = np.concatenate([rng.integers(0, 120, 800), rng.integers(120, 160, 200)])
+    graph = KnowledgeGraph.from_edges(
+        head, tail, rng.integers(0, len(RELS), len(head)), node_type=rng.integers(0, len(TYPES), 160).astype(np.int8),
+        names=[f"node {i}" for i in range(160)], descriptions=[f"text {i}" for i in range(160)],
+        type_names=TYPES, relation_names=RELS, relation_descriptions=tuple(f"about {r}" for r in RELS))
+    _, _, weights = random_weights(graph, 24, 11)
+    topics = rng.integers(0, 120, 24)
+    answers = np.concatenate([rng.integers(0, 120, 18), rng.integers(120, 160, 6)])
+    engine = PPREngine(graph, tol=1e-14, certify_from=3)
+    terms = series_terms(0.85, 1e-14)
+    together = engine.bidirectional(weights, topics, answers, ladder=LADDER)
+    assert np.all(together.stopped[:18] < terms - 4) and np.all(together.stopped[18:] == terms)
+    assert moves, "the batch was never laid out again"
+    for j in range(24):
+        rho = dense_ppr(graph, weights, j, topics[j]) * dense_ppr(graph, weights, j, answers[j])
+        ours = together.forward[:, j] * together.backward[:, j]
+        for k in LADDER:
+            assert top_k(ours, k) == top_k(rho, k), (j, k, together.stopped[j])
+    for j in (0, 17, 18, 23):
+        alone = PPREngine(graph, tol=1e-14, certify_from=3).bidirectional(
+            weights.columns(slice(j, j + 1)), topics[j:j + 1], answers[j:j + 1], ladder=LADDER)
+        assert alone.stopped[0] == together.stopped[j]
+        np.testing.assert_allclose(alone.forward[:, 0], together.forward[:, j], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(alone.backward[:, 0], together.backward[:, j], rtol=1e-12, atol=1e-15)
+    later = slice(4, 16)
+    half = engine.bidirectional(weights.columns(later), topics[later], answers[later], ladder=LADDER)
+    fresh = PPREngine(graph, tol=1e-14, certify_from=3).bidirectional(
+        weights.columns(later), topics[later], answers[later], ladder=LADDER)
+    np.testing.assert_array_equal(half.stopped, fresh.stopped)
+    np.testing.assert_array_equal(half.forward, fresh.forward)
+    np.testing.assert_array_equal(half.backward, fresh.backward)
+
+
 def test_without_a_ladder_the_solve_is_the_exact_one():
     graph = random_graph(3, n=80, m=400)
     _, _, weights = random_weights(graph, 3, 3)

@@ -422,6 +422,22 @@ def _zero_lanes(xb, block, lane, columns, bounds):
                 xb[t, v, at] = 0.0
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _reset_blocks(xb, b_low, bounds):
+    """xb (blocks, N, lanes + slots) = zero xt lanes, then ``b_low`` (blocks, N, slots): a
+    dense layout before its first term, row chunk by row chunk."""
+    blocks, _, width = xb.shape
+    slots = b_low.shape[2]
+    lanes = width - slots
+    for chunk in prange(bounds.shape[0] - 1):
+        for t in range(blocks):
+            for v in range(bounds[chunk], bounds[chunk + 1]):
+                for j in range(lanes):
+                    xb[t, v, j] = 0.0
+                for j in range(slots):
+                    xb[t, v, lanes + j] = b_low[t, v, j]
+
+
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None, workspace=None) -> np.ndarray:
     """1 / out-weight of every node for every weight column (0 where a node has none), in
     blocks: weight column w at ``[w // lanes, :, w % lanes]``."""
@@ -540,6 +556,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     certifying = pairs is not None and ladder is not None and len(ladder) > 0
     finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
     laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
+    relayouts = 0
     if certifying:
         pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         ladder = np.ascontiguousarray(ladder, dtype=np.int64)
@@ -564,10 +581,10 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                    work_array(workspace, "inv_low", (blocks, n, slots), dtype))
             _regroup(inv_weights, slot_weight, low[2])
             pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
-            xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype, zero=True)
-            xb[:, :, lanes:] = low[1]  # b: constant across terms
+            xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype)
             xb_next = work_array(workspace, "xb_next", xb.shape, dtype)
-            xb_next[...] = xb
+            for target in (xb, xb_next):  # b: constant across terms
+                _reset_blocks(target, low[1], row_chunks)
             scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
         if len(leaving):
             # x (column-major) still holds x_{term-1} for these columns
@@ -633,16 +650,25 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                             new_block = np.zeros(count, dtype=np.int64)
                             new_lane = np.zeros(count, dtype=np.int64)
                             new_block[keep], new_lane[keep] = layout[4], layout[5]
-                            low = (to_blocks(a, s2, layout[3], dtype), to_blocks(b_rows, s2, layout[3], dtype),
-                                   np.empty((b2, n, s2), dtype=dtype))
+                            # the old layout's arrays are read below only by _move_lanes (xb):
+                            # b_low, inv_low and pi_blocks are taken again from the workspace,
+                            # xb's target from the other of two pairs (the source may be one)
+                            relayouts += 1
+                            moved_name = f"xb_moved{relayouts % 2}"
+                            low = (to_blocks(a, s2, layout[3], dtype),
+                                   to_blocks(b_rows, s2, layout[3], dtype,
+                                             out=work_array(workspace, "b_low", (b2, n, s2), dtype)),
+                                   work_array(workspace, "inv_low", (b2, n, s2), dtype))
                             _regroup(inv_weights, layout[3], low[2])
-                            moved = np.zeros((b2, n, (h2 + 1) * s2), dtype=dtype)
-                            moved[:, :, h2 * s2:] = low[1]
+                            moved = work_array(workspace, moved_name, (b2, n, (h2 + 1) * s2), dtype)
+                            moved_next = work_array(workspace, moved_name + "_next", moved.shape, dtype)
+                            for target in (moved, moved_next):
+                                _reset_blocks(target, low[1], row_chunks)
                             _move_lanes(xb, block, lane, moved, new_block, new_lane, live, row_chunks)
                             halves, slots, blocks, slot_weight = h2, s2, b2, layout[3]
                             block, lane, lanes = new_block, new_lane, h2 * s2
-                            xb, xb_next = moved, moved.copy()
-                            pi_blocks = np.zeros((blocks, n, lanes))
+                            xb, xb_next = moved, moved_next
+                            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
                             scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
                             laid_out[:] = False
                             laid_out[keep] = True
