@@ -331,6 +331,55 @@ def test_pipelined_build_gives_the_same_bank(small, tmp_path, ppr):
         pq.read_table(tmp_path / "plain" / "paths.parquet"))
 
 
+def test_executor_reused_for_another_build_gives_the_same_banks(small, tmp_path):
+    """An executor that built a bank builds the next one on the same graph, text index and
+    configuration with the runner it has (ready operators and work arrays); the banks equal
+    the first build's. Another configuration gets a runner of its own, and its bank equals a
+    fresh executor's."""
+    from adapath.retrieval.bm25 import GraphText
+
+    root, graph, records, config = small
+    queries = training_queries(records)
+    text = GraphText.for_graph(graph, root / "kg", k1=config.bm25_k1, b=config.bm25_b)
+    executor = LocalExecutor(threads=2)
+    build_bank(graph, queries[:4], tmp_path / "first", config, executor, text=text)
+    runner = executor.runner
+    build_bank(graph, queries, tmp_path / "second", config, executor, text=text)
+    assert executor.runner is runner
+    assert pq.read_table(tmp_path / "second" / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))
+    certified = BankConfig(batch=5, ppr="certified")
+    build_bank(graph, queries, tmp_path / "certified", certified, executor, text=text)
+    assert executor.runner is not runner and executor.runner.config == certified
+    build_bank(graph, queries, tmp_path / "fresh", certified, LocalExecutor(threads=2), text=text)
+    assert pq.read_table(tmp_path / "certified" / "paths.parquet").equals(
+        pq.read_table(tmp_path / "fresh" / "paths.parquet"))
+
+
+def test_batches_in_flight_keep_their_own_rankings(small):
+    """Two solved batches wait at once (as when pipelined): each keeps its own rho and
+    ranking, and a batch solved after one has finished reuses that one's arrays. Every
+    batch's rows equal those of a fresh runner that runs it alone."""
+    from adapath.bank.build import query_pairs
+    from adapath.bank.runner import STAGES, BatchRunner
+    from adapath.retrieval.bm25 import GraphText
+
+    root, graph, records, config = small
+    text = GraphText.for_graph(graph, root / "kg", k1=config.bm25_k1, b=config.bm25_b)
+    pairs = [p for i, q in enumerate(training_queries(records)) for p in query_pairs(graph, q, config.level, i)]
+    batches = [pairs[0:5], pairs[5:10], pairs[10:15]]
+    expected = [BatchRunner(graph, text, config).run_batch(b, dict.fromkeys(STAGES, 0.0)) for b in batches]
+    runner = BatchRunner(graph, text, config, threads=2)
+    seconds = dict.fromkeys(STAGES, 0.0)
+    first, second = runner.solve(batches[0], seconds), runner.solve(batches[1], seconds)
+    assert not np.shares_memory(first.rho, second.rho) and not np.shares_memory(first.order, second.order)
+    first_rho = first.rho
+    assert runner.finish(first, seconds) == expected[0]
+    third = runner.solve(batches[2], seconds)
+    assert np.shares_memory(third.rho, first_rho)  # the finished batch's arrays, mapped already
+    assert runner.finish(second, seconds) == expected[1]
+    assert runner.finish(third, seconds) == expected[2]
+
+
 def test_bank_cli_pipeline_flag(small, tmp_path, capsys):
     root, *_ = small
     args = ["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}", "--batch", "5"]

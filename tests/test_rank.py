@@ -43,6 +43,22 @@ def test_rank_pairs_matches_the_dense_product():
         np.testing.assert_array_equal(order[p], stable_top(expected, 60))
 
 
+def test_rank_pairs_into_given_arrays_overwrites_them_whole():
+    """Outputs handed in (say a previous batch's, full of its values) come back holding
+    exactly the dense product and the stable order; a wrong shape is refused."""
+    rng = np.random.default_rng(5)
+    columns = rng.integers(0, 4, (4, 150)).astype(float) / 4.0
+    forward, backward = np.array([0, 2, 3]), np.array([1, 1, 0])
+    rho, order = np.full((3, 150), 7.0), np.full((3, 40), 99, dtype=np.int64)
+    got_rho, got_order = rank_pairs(columns, forward, backward, 40, rho=rho, order=order)
+    assert got_rho is rho and got_order is order
+    for p, (f, b) in enumerate(zip(forward, backward)):
+        np.testing.assert_array_equal(rho[p], columns[f] * columns[b])
+        np.testing.assert_array_equal(order[p], stable_top(columns[f] * columns[b], 40))
+    with pytest.raises(ValueError, match="shape"):
+        rank_pairs(columns, forward, backward, 40, rho=np.empty((3, 149)))
+
+
 @pytest.mark.parametrize("backend", ["numba", "scipy"])
 def test_ranked_equals_bidirectional_then_a_stable_sort(backend):
     graph = random_graph(3, n=80, m=400)

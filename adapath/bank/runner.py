@@ -139,6 +139,7 @@ class Solved:
     cols: np.ndarray  # each pair's weight column
     rho: np.ndarray  # N x len(pairs), columns contiguous
     order: np.ndarray  # len(pairs) x T: each pair's best nodes by rho
+    arrays: dict | None = None  # where rho and order live; the runner's again once finished
 
 
 class BatchRunner:
@@ -148,6 +149,10 @@ class BatchRunner:
         self.graph, self.text, self.config, self.threads = graph, text, config, max(1, threads)
         self.ppr = PPREngine(graph, device=config.device, eta=config.eta, tol=config.tol)
         self._local = threading.local()
+        # arrays for the rankings of batches in flight (one, or two when pipelined), reused
+        # by later batches: a batch's rho is several times the size of its ranking work
+        self._spare_arrays: list[dict] = []
+        self._spare_lock = threading.Lock()
 
     def run_batch(self, pairs: list[Pair], seconds: dict[str, float]) -> list[dict]:
         """Paths of a batch of pairs, as row dicts; adds stage times to ``seconds``."""
@@ -172,14 +177,16 @@ class BatchRunner:
         clock = time.perf_counter()
         topics, answers = [p.topic for p in pairs], [p.answer for p in pairs]
         top = self._corridor_builder().ranked_size(self.graph.num_nodes)
+        with self._spare_lock:
+            arrays = self._spare_arrays.pop() if self._spare_arrays else {}
         if c.ppr == "certified":
             # certify the first rung only: almost every corridor stops there
             ranking = self.ppr.ranked(weights, topics, answers, cols, ladder=c.ladder[:1],
-                                      slack=c.certify_slack, top=top)
+                                      slack=c.certify_slack, top=top, out=arrays)
         else:
-            ranking = self.ppr.ranked(weights, topics, answers, cols, top=top)
+            ranking = self.ppr.ranked(weights, topics, answers, cols, top=top, out=arrays)
         seconds["ppr"] += time.perf_counter() - clock
-        return Solved(pairs, weights, cols, ranking.rho, ranking.order)
+        return Solved(pairs, weights, cols, ranking.rho, ranking.order, arrays)
 
     def finish(self, solved: Solved, seconds: dict[str, float]) -> list[dict]:
         """A batch's second half: corridors, path search and rows."""
@@ -221,6 +228,10 @@ class BatchRunner:
             rows += pair_rows
             seconds["corridor"] += corridor_s
             seconds["paths"] += paths_s
+        if solved.arrays is not None:  # this batch is done with its rho and ranking
+            arrays, solved.arrays, solved.rho, solved.order = solved.arrays, None, None, None
+            with self._spare_lock:
+                self._spare_arrays.append(arrays)
         return rows
 
     def _map(self, work, count: int) -> list:

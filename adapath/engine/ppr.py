@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
-from adapath.kernels.ppr_numba import power_iteration, weight_columns, work_chunks
+from adapath.kernels.ppr_numba import power_iteration, weight_columns, work_array, work_chunks
 from adapath.kernels.ppr_xp import power_iteration_xp
 from adapath.kernels.rank import rank_pairs
 
@@ -231,10 +231,14 @@ class PPREngine:
         return PPRResult(pi[:, :n], pi[:, n:], iterations, change, stopped)
 
     def ranked(self, weights: QueryWeights, topics, answers, weight_of=None, ladder=None,
-               slack: float = 0.0, top: int = 1002) -> Ranking:
+               slack: float = 0.0, top: int = 1002, out: dict | None = None) -> Ranking:
         """``bidirectional``, then each pair's ``rho = pi_f * pi_b`` and its ``top`` best
         nodes (``adapath.kernels.rank``), without handing pi back: on the GPU, rho and the
-        ranking are formed there and only they travel to the host."""
+        ranking are formed there and only they travel to the host.
+
+        ``out``: a dict the caller keeps for its next solves once it is done with this
+        ranking; rho and the ranking are written into arrays held there (Numba route),
+        whose pages are then mapped already."""
         seeds, columns, pairs = self._seed_columns(weights, topics, answers, weight_of)
         n = len(pairs)
         stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
@@ -242,7 +246,11 @@ class PPREngine:
             if self.backend == "numba":
                 pi, iterations, change = self._power_iteration(weights, seeds, columns, pairs, ladder, slack,
                                                                stopped, keep=False)
-                rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top)
+                width = min(top, pi.shape[0])
+                rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top,
+                                          rho=None if out is None else work_array(out, "rho", (n, pi.shape[0])),
+                                          order=None if out is None else work_array(out, "order", (n, width),
+                                                                                    np.int64))
             else:
                 xp = self._xp
                 pi, iterations, change = self._personalized_xp(weights, seeds, columns, pairs, ladder, slack, stopped)

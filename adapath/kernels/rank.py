@@ -84,14 +84,19 @@ def _rank_pairs(columns, forward, backward, rho, order):
         _top_of(r, np.empty(top), np.empty(top, dtype=np.int64), order[p])
 
 
-def rank_pairs(columns: np.ndarray, forward: np.ndarray, backward: np.ndarray, top: int):
+def rank_pairs(columns: np.ndarray, forward: np.ndarray, backward: np.ndarray, top: int,
+               rho: np.ndarray | None = None, order: np.ndarray | None = None):
     """For pair p, ``rho = columns[forward[p]] * columns[backward[p]]`` (columns: S x N, one
     PPR column per row) and its ``min(top, N)`` best nodes. Returns (rho P x N, order
-    P x top)."""
+    P x top), written into ``rho`` and ``order`` when given (C-contiguous, of those shapes)."""
     columns = np.ascontiguousarray(columns)
     forward = np.ascontiguousarray(forward, dtype=np.int64)
     backward = np.ascontiguousarray(backward, dtype=np.int64)
-    rho = np.empty((len(forward), columns.shape[1]))
-    order = np.empty((len(forward), min(top, columns.shape[1])), dtype=np.int64)
+    shapes = ((len(forward), columns.shape[1]), (len(forward), min(top, columns.shape[1])))
+    for given, shape, dtype in ((rho, shapes[0], np.float64), (order, shapes[1], np.int64)):
+        if given is not None and (given.shape != shape or given.dtype != dtype or not given.flags.c_contiguous):
+            raise ValueError(f"rank_pairs: an output must be a C-contiguous {np.dtype(dtype)} array of shape {shape}")
+    rho = np.empty(shapes[0]) if rho is None else rho
+    order = np.empty(shapes[1], dtype=np.int64) if order is None else order
     _rank_pairs(columns, forward, backward, rho, order)
     return rho, order

@@ -34,8 +34,13 @@ class LocalExecutor:
         self.runner: BatchRunner | None = None
 
     def prepare(self, graph, text, config) -> None:
+        """A runner for this build. One from an earlier build of this executor on the same
+        graph, text index and configuration is kept: its PPR operators and work arrays
+        are ready (fresh memory faults page by page on first use)."""
         set_numba_threads(self.threads)
-        self.runner = BatchRunner(graph, text, config, threads=self.threads)
+        kept = self.runner
+        if kept is None or kept.graph is not graph or kept.text is not text or kept.config != config:
+            self.runner = BatchRunner(graph, text, config, threads=self.threads)
         self.pipelined = config.device == "cuda" if self.pipeline is None else self.pipeline
 
     def run(self, store, batches, on_result) -> None:
