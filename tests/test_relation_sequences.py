@@ -68,3 +68,42 @@ def test_relation_sequences_match_multigraph_enumeration():
 def test_the_cap_keeps_the_cheapest_sequences(cap, count):
     graph, bins = found_by_hop(cap=cap)
     assert [p.cost for p in bins[2]] == pytest.approx([2.0, 2.25, 1 + 2 / 1.2][:count])
+
+
+def test_one_edge_paths_match_the_edges_between_their_nodes():
+    """On a random multigraph corridor, each found path whose every step has one edge (by
+    networkx's multigraph) carries that edge's relation per step and the sum of Eq. 5 step
+    costs computed from the weights directly; a path with a step of several edges comes
+    back once per relation sequence, each sequence made of edges the multigraph has."""
+    from tests.helpers import random_graph
+
+    graph = random_graph(21, n=30, m=160)
+    rng = np.random.default_rng(21)
+    a, b, rho = rng.random(graph.num_relations), rng.random(graph.num_nodes) * 0.3, rng.random(graph.num_nodes)
+    nodes = np.arange(graph.num_nodes)
+    local = corridor_graph(graph, CorridorBuilder(graph), Corridor(nodes, len(nodes), ""), a, b, rho, alpha=0.5)
+    multi = nx.MultiGraph()
+    for h, r, t in zip(*graph.edges()):
+        multi.add_edge(int(h), int(t), key=int(r))
+    top = rho.max()
+
+    def step_cost(u, v, r):
+        return 1.0 / (0.5 * (a[r] + b[u] + b[v]) + 0.5 * 0.5 * (rho[u] + rho[v]) / top)
+
+    topic, answer = 0, int(np.flatnonzero(graph.degree() > 0)[-1])
+    found = k_shortest(local, topic, answer, k=40, relation_sequences=8)
+    singles = multis = 0
+    for path in found:
+        steps = list(zip(path.nodes[:-1].tolist(), path.nodes[1:].tolist()))
+        relations = [sorted(multi.get_edge_data(u, v)) for u, v in steps]
+        for (u, v), r, options in zip(steps, path.relations.tolist(), relations):
+            assert r in options
+        expected = 0.0
+        for (u, v), r in zip(steps, path.relations.tolist()):
+            expected += step_cost(u, v, r)
+        assert path.cost == pytest.approx(expected, rel=1e-12)
+        if all(len(options) == 1 for options in relations):
+            singles += 1
+        else:
+            multis += 1
+    assert singles > 5 and multis > 0  # both routes ran

@@ -20,7 +20,8 @@ import numpy as np
 from adapath.engine.corridor import Corridor, CorridorBuilder
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.kernels.yen import yen_k_shortest
+from adapath.kernels.sequences import one_edge_sequences
+from adapath.kernels.yen import yen_k_shortest, yen_k_shortest_flat
 
 ALPHA = 0.5
 RELATION_SEQUENCES = 8  # relation sequences registered per found node path, cheapest first
@@ -37,8 +38,9 @@ class FoundPath:
         return len(self.relations)
 
     def metapath(self, graph: KnowledgeGraph) -> MetaPath:
-        return MetaPath(tuple(graph.type_names[t] for t in graph.node_type[self.nodes]),
-                        tuple(graph.relation_names[r] for r in self.relations))
+        types, relations = graph.type_names, graph.relation_names  # codes as Python ints: no NumPy scalars
+        return MetaPath(tuple(types[t] for t in graph.node_type[self.nodes].tolist()),
+                        tuple(relations[r] for r in self.relations.tolist()))
 
 
 @dataclass
@@ -125,8 +127,20 @@ def k_shortest(local: LocalGraph, topic: int, answer: int, k: int,
     t = int(np.searchsorted(nodes, answer))
     if s == t or nodes[s] != topic or nodes[t] != answer:
         return []
-    _, paths = yen_k_shortest(local.indptr, local.indices, local.cost, s, t, k)
-    return [found for path in paths for found in local.found_paths(path, relation_sequences)]
+    _, offsets, flat = yen_k_shortest_flat(local.indptr, local.indices, local.cost, s, t, k)
+    # every path's one-edge relation sequence in one call without the GIL; the few paths
+    # with a step of several edges take the best-first search over their choices
+    single, cost, relations = one_edge_sequences(local.edge_keys, local.edge_cost, local.edge_relation,
+                                                 len(nodes), flat, offsets)
+    found_nodes = nodes[flat]
+    found = []
+    for i in range(len(offsets) - 1):
+        lo, hi = int(offsets[i]), int(offsets[i + 1])
+        if single[i] and relation_sequences >= 1:
+            found.append(FoundPath(found_nodes[lo:hi], relations[lo - i:hi - i - 1], float(cost[i])))
+        else:
+            found += local.found_paths(flat[lo:hi], relation_sequences)
+    return found
 
 
 def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_hop: int,
@@ -187,10 +201,10 @@ def bin_by_hop(graph: KnowledgeGraph, paths: list[FoundPath], per_hop: int = 5,
     bins: dict[int, list[FoundPath]] = {}
     seen: set[tuple[int, str]] = set()
     for path in sorted(paths, key=lambda p: (p.cost, p.hops)):
-        if not 1 <= path.hops <= max_hop:
+        if not 1 <= path.hops <= max_hop or len(bins.get(path.hops, [])) >= per_hop:
             continue
         signature = str(path.metapath(graph))
-        if (path.hops, signature) in seen or len(bins.get(path.hops, [])) >= per_hop:
+        if (path.hops, signature) in seen:
             continue
         seen.add((path.hops, signature))
         bins.setdefault(path.hops, []).append(path)

@@ -79,6 +79,12 @@ def _same(a, b):
     return True
 
 
+def yen_k_shortest_flat(indptr, indices, cost, source, target, k):
+    """Up to k cheapest simple paths, in order of cost, as one flat array: (costs, offsets of
+    len(costs) + 1, nodes); path i is ``nodes[offsets[i]:offsets[i + 1]]``."""
+    return _yen_flat(indptr, indices, cost, source, target, k)
+
+
 def yen_k_shortest(indptr, indices, cost, source, target, k):
     """Up to k cheapest simple paths, in order of cost. Returns (costs, list of node arrays).
 
