@@ -61,15 +61,25 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def peak_rss_mib() -> float:
-    """Peak resident memory since the last ``reset_peak_rss`` (else since the start), MiB."""
+def _status_mib(field: str) -> float | None:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return None
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory since the last ``reset_peak_rss`` (else since the start), MiB."""
+    peak = _status_mib("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
+
+
+def rss_mib() -> float:
+    """Resident memory now, MiB (0 where /proc is missing)."""
+    return _status_mib("VmRSS") or 0.0
 
 
 def reference_pipeline(graph, queries, config, k_top):
@@ -379,17 +389,22 @@ def main() -> None:
     rounds = []  # per round: {side: (total seconds, stage seconds)}, reference stage seconds
     peak = {}  # per side, the largest over rounds of its own peak window
     per_side = reset_peak_rss()
+    growth = {}  # per side, the largest over rounds of its peak above the RSS it started at
     for _ in range(max(1, args.rounds)):
         got = {}
         for name, cfg in solves.items():
             reset_peak_rss()
+            start = rss_mib()
             _, setup, total, seconds = ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)
             got[name] = (total, seconds)
             peak[name] = max(peak.get(name, 0.0), peak_rss_mib())
+            growth[name] = max(growth.get(name, 0.0), peak_rss_mib() - start)
             gc.collect()  # the runner and its PPR work arrays go before the next side starts
         reset_peak_rss()
+        start = rss_mib()
         ref_seconds, ref_rhos = reference_pipeline(graph, reference_queries, config, k_top)
         peak["reference"] = max(peak.get("reference", 0.0), peak_rss_mib())
+        growth["reference"] = max(growth.get("reference", 0.0), peak_rss_mib() - start)
         rounds.append((got, ref_seconds))
     runner = BatchRunner(graph, GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b), config)
     exact_rhos = our_rhos(runner, reference_queries)
@@ -420,8 +435,11 @@ def main() -> None:
     print(f"{'queries/s':<12}{ref_qps:>16,.2f}{qps['exact']:>14,.2f}{qps['certified']:>16,.2f}")
     print(f"{'vs reference':<12}{1.0:>15.1f}x{qps['exact'] / ref_qps:>13.1f}x{qps['certified'] / ref_qps:>15.1f}x")
     print(f"{'peak RSS MiB':<12}{peak['reference']:>16,.0f}{peak['exact']:>14,.0f}{peak['certified']:>16,.0f}"
-          + ("  (each side's own peak: the graph plus its build)" if per_side
-             else "  (process peak after each side)"))
+          + ("  (the process's peak while each side ran: the graph, what earlier sides left "
+             "resident, and the side's build)" if per_side else "  (process peak after each side)"))
+    if per_side:
+        print(f"{'peak added':<12}{growth['reference']:>16,.0f}{growth['exact']:>14,.0f}"
+              f"{growth['certified']:>16,.0f}  (MiB above the resident memory each side started at)")
     print("per round vs reference: " + "; ".join(f"{name} {', '.join(f'{r:.1f}x' for r in rs)}"
                                                    for name, rs in round_ratios.items()))
     print("corridor Jaccard, certified vs exact: " + ", ".join(f"top-{k} {v:.4f}" for k, v in jaccard.items())
@@ -436,7 +454,7 @@ def main() -> None:
         "queries_per_s": qps, "speedup": {k: v / ref_qps for k, v in qps.items()},
         "speedup_per_round": round_ratios, "jaccard_certified_vs_exact": jaccard,
         "jaccard_vs_reference": jaccard_ref, "jaccard_first_rung_vs_exact": jaccard_first,
-        "path_agreement": agreement, "peak_rss_mib": peak,
+        "path_agreement": agreement, "peak_rss_mib": peak, "peak_added_mib": growth,
         "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in solves},
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
     }
