@@ -246,11 +246,11 @@ class PPREngine:
             if self.backend == "numba":
                 pi, iterations, change = self._power_iteration(weights, seeds, columns, pairs, ladder, slack,
                                                                stopped, keep=False)
-                width = min(top, pi.shape[0])
-                rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top,
-                                          rho=None if out is None else work_array(out, "rho", (n, pi.shape[0])),
-                                          order=None if out is None else work_array(out, "order", (n, width),
-                                                                                    np.int64))
+                rho_t = order = None
+                if out is not None:
+                    rho_t = work_array(out, "rho", (n, pi.shape[0]))
+                    order = work_array(out, "order", (n, min(top, pi.shape[0])), np.int64)
+                rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top, rho=rho_t, order=order)
             else:
                 xp = self._xp
                 pi, iterations, change = self._personalized_xp(weights, seeds, columns, pairs, ladder, slack, stopped)

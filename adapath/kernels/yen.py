@@ -91,7 +91,7 @@ def yen_k_shortest(indptr, indices, cost, source, target, k):
     The kernel hands its paths back as one flat array: reading a Numba typed list from
     Python unboxes every element under the GIL, which made this call most of a path
     search's time when threads share the work."""
-    costs, offsets, flat = _yen_flat(indptr, indices, cost, source, target, k)
+    costs, offsets, flat = yen_k_shortest_flat(indptr, indices, cost, source, target, k)
     return costs, np.split(flat, offsets[1:-1]) if len(costs) else []
 
 
