@@ -96,7 +96,7 @@ def test_one_edge_paths_match_the_edges_between_their_nodes():
     for path in found:
         steps = list(zip(path.nodes[:-1].tolist(), path.nodes[1:].tolist()))
         relations = [sorted(multi.get_edge_data(u, v)) for u, v in steps]
-        for (u, v), r, options in zip(steps, path.relations.tolist(), relations):
+        for r, options in zip(path.relations.tolist(), relations):
             assert r in options
         expected = 0.0
         for (u, v), r in zip(steps, path.relations.tolist()):

@@ -157,7 +157,6 @@ class PPREngine:
         pi as N x S with contiguous columns. ``pairs`` (P x 2 seed columns) and ``ladder``:
         stop each pair once the top-K of its product is certified at every rung
         (``adapath.kernels.certify``); ``stopped`` receives each pair's last term."""
-        g = self.graph
         seeds = np.asarray(seeds, dtype=np.int64)
         weight_of = weight_columns(weight_of, len(seeds), weights.batch)
         with self._lock:
