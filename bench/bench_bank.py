@@ -347,6 +347,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
     parser.add_argument("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
+    parser.add_argument("--certified-precision", choices=("float32", "float16"), default="float32",
+                        help="certified solve: --dense-precision (the exact side stays float32)")
     parser.add_argument("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
     parser.add_argument("--curve-queries", type=int, default=64, help="queries per scale of the curve")
     parser.add_argument("--workdir", type=Path, default=None)
@@ -385,7 +387,9 @@ def main() -> None:
 
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
-    solves = {"exact": config, "certified": dataclasses.replace(config, ppr="certified", certify_slack=args.slack)}
+    certified = dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
+                                    dense_precision=args.certified_precision)
+    solves = {"exact": config, "certified": certified}
     rounds = []  # per round: {side: (total seconds, stage seconds)}, reference stage seconds
     peak = {}  # per side, the largest over rounds of its own peak window
     per_side = reset_peak_rss()
@@ -408,11 +412,12 @@ def main() -> None:
         rounds.append((got, ref_seconds))
     runner = BatchRunner(graph, GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b), config)
     exact_rhos = our_rhos(runner, reference_queries)
-    cert_rhos = our_rhos(runner, reference_queries, ladder=config.ladder, slack=args.slack)
+    cert_runner = BatchRunner(graph, runner.text, certified)
+    cert_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder, slack=args.slack)
     jaccard = {k: float(np.mean([jaccard_top(a, b, k) for a, b in zip(cert_rhos, exact_rhos)]))
                for k in config.ladder}
     # what the build runs: the first rung certified (a pair whose corridor climbs is solved again)
-    first_rhos = our_rhos(runner, reference_queries, ladder=config.ladder[:1], slack=args.slack)
+    first_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder[:1], slack=args.slack)
     jaccard_first = float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(first_rhos, exact_rhos)]))
     jaccard_ref = {name: float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(rhos, ref_rhos)]))
                    for name, rhos in (("exact", exact_rhos), ("certified", cert_rhos))}
@@ -425,7 +430,7 @@ def main() -> None:
     round_ratios = {name: [(n_ours / r[0][name][0]) * sum(r[1].values()) / n_ref for r in rounds] for name in solves}
     print(f"bench_bank: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; ours on "
           f"{n_ours} queries (batch {args.batch}{', pipelined' if args.pipeline else ''}), reference on {n_ref}; "
-          f"certify slack {args.slack}; "
+          f"certify slack {args.slack}, certified dense precision {args.certified_precision}; "
           f"load average at start {load_at_start} (machine shared: noisy)")
     print(f"{'stage':<12}{'reference ms/q':>16}{'exact ms/q':>14}{'certified ms/q':>16}")
     for stage in STAGES:
@@ -450,7 +455,8 @@ def main() -> None:
     result = {
         "scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "load_average_at_start": load_at_start,
         "queries_ours": n_ours, "queries_reference": n_ref, "batch": args.batch, "tol": args.tol,
-        "certify_slack": args.slack, "reference_queries_per_s": ref_qps,
+        "certify_slack": args.slack, "certified_precision": args.certified_precision,
+        "reference_queries_per_s": ref_qps,
         "queries_per_s": qps, "speedup": {k: v / ref_qps for k, v in qps.items()},
         "speedup_per_round": round_ratios, "jaccard_certified_vs_exact": jaccard,
         "jaccard_vs_reference": jaccard_ref, "jaccard_first_rung_vs_exact": jaccard_first,
@@ -467,7 +473,7 @@ def main() -> None:
     if has_gpu:
         gpu = {}
         for name, cfg in solves.items():
-            gpu_cfg = dataclasses.replace(cfg, batch=args.gpu_batch, device="cuda")
+            gpu_cfg = dataclasses.replace(cfg, batch=args.gpu_batch, device="cuda", dense_precision="float32")
             _, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
             gpu[name] = (gpu_total, gpu_seconds, path_agreement(work / "exact", work / f"gpu-{name}"))
         print(f"GPU (CuPy, batch {args.gpu_batch}, the next batch solved while this one's corridors run on "

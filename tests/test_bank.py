@@ -388,3 +388,20 @@ def test_bank_cli_pipeline_flag(small, tmp_path, capsys):
     code, _, err = run_cli(args + ["--out", tmp_path / "piped", "--pipeline"], capsys)
     assert code == 0, err
     assert pq.read_table(tmp_path / "piped" / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))
+
+
+def test_bank_cli_dense_precision(small, tmp_path, capsys):
+    """`--dense-precision float16` builds the float32 bank's paths on this small graph (no
+    corridor has a near tie at its boundary) and records its precision; a precision that
+    does not exist is one line and no folder."""
+    root, *_ = small
+    args = ["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}", "--batch", "5"]
+    code, _, err = run_cli(args + ["--out", tmp_path / "bad", "--dense-precision", "float8"], capsys)
+    assert code == 2 and "dense precision 'float8'" in err and not (tmp_path / "bad").exists()
+    code, _, err = run_cli(args + ["--out", tmp_path / "half", "--dense-precision", "float16"], capsys)
+    assert code == 0, err
+    columns = ["query_id", "pair", "hop", "rank", "node_ids", "relations"]
+    half = pq.read_table(tmp_path / "half" / "paths.parquet", columns=columns)
+    assert half.num_rows and half.equals(pq.read_table(root / "bank" / "paths.parquet", columns=columns))
+    manifest = json.loads((tmp_path / "half" / "manifest.json").read_text())
+    assert manifest["parameters"]["dense_precision"] == "float16"

@@ -107,8 +107,10 @@ def test_early_exit_leaves_the_other_queries_unchanged(backend):
         np.testing.assert_allclose(alone.backward[:, 0], together.backward[:, j], rtol=1e-12, atol=1e-15)
 
 
-def test_batch_laid_out_again_as_pairs_stop_leaves_every_pair_unchanged(monkeypatch):
-    """24 pairs, each with its own weights, fill two dense blocks. 18 pairs lie in one
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_batch_laid_out_again_as_pairs_stop_leaves_every_pair_unchanged(monkeypatch, precision):
+    """24 pairs, each with its own weights, fill two float32 dense blocks (one in half
+    precision). 18 pairs lie in one
     component and stop early; the other 6 join the two components (rho is 0 everywhere, a
     tie that is never certified) and run every term. Once the 18 stop, the 6 are moved into
     one block (work arrays from the engine's workspace) and run on there. Every pair has the
@@ -135,7 +137,7 @@ def test_batch_laid_out_again_as_pairs_stop_leaves_every_pair_unchanged(monkeypa
     _, _, weights = random_weights(graph, 24, 11)
     topics = rng.integers(0, 120, 24)
     answers = np.concatenate([rng.integers(0, 120, 18), rng.integers(120, 160, 6)])
-    engine = PPREngine(graph, tol=1e-14, certify_from=3)
+    engine = PPREngine(graph, tol=1e-14, certify_from=3, dense_precision=precision)
     terms = series_terms(0.85, 1e-14)
     together = engine.bidirectional(weights, topics, answers, ladder=LADDER)
     assert np.all(together.stopped[:18] < terms - 4) and np.all(together.stopped[18:] == terms)
@@ -146,14 +148,14 @@ def test_batch_laid_out_again_as_pairs_stop_leaves_every_pair_unchanged(monkeypa
         for k in LADDER:
             assert top_k(ours, k) == top_k(rho, k), (j, k, together.stopped[j])
     for j in (0, 17, 18, 23):
-        alone = PPREngine(graph, tol=1e-14, certify_from=3).bidirectional(
+        alone = PPREngine(graph, tol=1e-14, certify_from=3, dense_precision=precision).bidirectional(
             weights.columns(slice(j, j + 1)), topics[j:j + 1], answers[j:j + 1], ladder=LADDER)
         assert alone.stopped[0] == together.stopped[j]
         np.testing.assert_allclose(alone.forward[:, 0], together.forward[:, j], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(alone.backward[:, 0], together.backward[:, j], rtol=1e-12, atol=1e-15)
     later = slice(4, 16)
     half = engine.bidirectional(weights.columns(later), topics[later], answers[later], ladder=LADDER)
-    fresh = PPREngine(graph, tol=1e-14, certify_from=3).bidirectional(
+    fresh = PPREngine(graph, tol=1e-14, certify_from=3, dense_precision=precision).bidirectional(
         weights.columns(later), topics[later], answers[later], ladder=LADDER)
     np.testing.assert_array_equal(half.stopped, fresh.stopped)
     np.testing.assert_array_equal(half.forward, fresh.forward)

@@ -26,7 +26,7 @@ from adapath.engine.paths import (
     hop_bounded,
     k_shortest,
 )
-from adapath.engine.ppr import ETA, TOL, PPREngine
+from adapath.engine.ppr import DENSE_PRECISIONS, ETA, TOL, PPREngine
 from adapath.engine.weights import BETA, EPS, QueryWeights, query_weights
 from adapath.errors import InputError
 from adapath.retrieval.bm25 import GraphText
@@ -56,6 +56,7 @@ class BankConfig:
     device: str = "cpu"
     ppr: str = "exact"  # or "certified": each pair stops once its corridor's top K is final
     certify_slack: float = 0.0  # certified: a node left out may end at most (1 + slack) x the last kept
+    dense_precision: str = "float32"  # or "float16": the dense PPR terms stored in half precision
 
     def signature(self) -> dict:
         """The parameters that change results (batch size and device do not; an exact
@@ -66,6 +67,8 @@ class BankConfig:
         if self.ppr == "exact":
             d.pop("ppr")
             d.pop("certify_slack")
+        if self.dense_precision == "float32":  # the precision banks had before float16 existed
+            d.pop("dense_precision")
         d["ladder"] = list(self.ladder)
         return d
 
@@ -89,6 +92,10 @@ class BankConfig:
             raise InputError(f"ppr {self.ppr!r}: choose {' or '.join(PPR_SOLVES)}")
         if not self.certify_slack >= 0.0:
             raise InputError(f"certify slack {self.certify_slack}: must be at least 0")
+        if self.dense_precision not in DENSE_PRECISIONS:
+            raise InputError(f"dense precision {self.dense_precision!r}: choose {' or '.join(DENSE_PRECISIONS)}")
+        if self.dense_precision == "float16" and self.device != "cpu":
+            raise InputError("dense precision float16 runs on the CPU only (--device cpu)")
         if self.search not in SEARCHES:
             raise InputError(f"search {self.search!r}: choose {' or '.join(SEARCHES)}")
 
@@ -147,7 +154,8 @@ class BatchRunner:
         """``threads`` run the per-pair corridor and path search (their kernels release the
         GIL); results do not depend on it."""
         self.graph, self.text, self.config, self.threads = graph, text, config, max(1, threads)
-        self.ppr = PPREngine(graph, device=config.device, eta=config.eta, tol=config.tol)
+        self.ppr = PPREngine(graph, device=config.device, eta=config.eta, tol=config.tol,
+                             dense_precision=config.dense_precision)
         self._local = threading.local()
         # arrays for the rankings of batches in flight (one, or two when pipelined), reused
         # by later batches: a batch's rho is several times the size of its ranking work

@@ -44,6 +44,7 @@ def bank_build(
     tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
     ppr: str = typer.Option("exact", "--ppr", help="exact (power iteration to --tol) or certified (each query stops once its corridor's top K is proven final at every --ladder rung)."),
     certify_slack: float = typer.Option(0.0, "--certify-slack", help="certified: stop once no node left out can end above (1 + slack) x the last node kept (0 = the exact top K)."),
+    dense_precision: str = typer.Option("float32", "--dense-precision", help="How PPR's dense terms store their values: float32, or float16 (half the bytes a term reads, CPU only; about 1e-6 of L1 error instead of --tol)."),
     search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
     force: bool = typer.Option(False, "--force", help="Start over instead of resuming (the old bank is removed once the inputs check out)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
@@ -60,7 +61,8 @@ def bank_build(
         raise InputError(f"--level {level!r}: choose from {', '.join(LEVELS)}")
     config = BankConfig(level=level, batch=batch, device=device, tol=tol, search=search, beta=beta, eta=eta,
                         ladder=_ladder(ladder), alpha=alpha, per_hop=per_hop, max_hop=max_hop,
-                        relation_sequences=relation_sequences, ppr=ppr, certify_slack=certify_slack)
+                        relation_sequences=relation_sequences, ppr=ppr, certify_slack=certify_slack,
+                        dense_precision=dense_precision)
     config.check()
     if device not in ("cpu", "cuda"):
         raise InputError(f"--device {device!r}: choose cpu or cuda")

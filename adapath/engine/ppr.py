@@ -82,15 +82,24 @@ def _to_device(matrix, xp, sparse):
     return sparse.csr_matrix(matrix)
 
 
+DENSE_PRECISIONS = ("float32", "float16")  # how the dense PPR terms store their values
+
+
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
                  eta: float = ETA, tol: float = TOL, max_iter: int = 200, certify_from: int = 5,
-                 shortlist: int = 512, fused: bool = True):
+                 shortlist: int = 512, fused: bool = True, dense_precision: str = "float32"):
         if device not in ("cpu", "cuda"):
             raise InputError(f"unknown device {device!r}; choose cpu or cuda")
         backend = backend or ("numba" if device == "cpu" else "cupy")
         if (device, backend) not in {("cpu", "numba"), ("cpu", "scipy"), ("cuda", "cupy")}:
             raise InputError(f"backend {backend!r} does not run on device {device!r}")
+        if dense_precision not in DENSE_PRECISIONS:
+            raise InputError(f"dense precision {dense_precision!r}: choose {' or '.join(DENSE_PRECISIONS)}")
+        if dense_precision == "float16" and backend != "numba":
+            raise InputError("dense precision float16 runs on the CPU's Numba solve only")
+        # float16: the dense terms' xt and b stored in half precision (ppr_numba: half)
+        self.dense_precision = dense_precision
         self.graph, self.device, self.backend = graph, device, backend
         self.eta, self.tol, self.max_iter = eta, tol, max_iter
         self.certify_from = certify_from  # certified solve: the first term checked
@@ -176,7 +185,7 @@ class PPREngine:
                                weight_of=weight_columns(weight_of, len(seeds), weights.batch),
                                pairs=pairs, ladder=ladder, slack=slack, stopped=stopped,
                                certify_from=self.certify_from, shortlist=self.shortlist,
-                               workspace=self._workspace, keep=keep)
+                               workspace=self._workspace, keep=keep, half=self.dense_precision == "float16")
 
     def _personalized_xp(self, weights, seeds, weight_of, pairs, ladder, slack, stopped):
         """``personalized`` on the array namespace; pi (N x S) stays on its device."""

@@ -42,6 +42,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from adapath.kernels.half import decoded as _decoded
+
 ROWS = 512  # rows per run of the fused full check (a block's rows stay in cache)
 
 
@@ -120,9 +122,10 @@ def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
+def _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
     """partial[chunk, i]: the largest last term over out-weight of column ``columns[i]``
-    in the rows of one chunk."""
+    in the rows of one chunk (a dense lane holds it times the column's scale, in float32,
+    float64 or binary16 bits; ``unscale`` undoes the scale)."""
     for chunk in prange(row_chunks.shape[0] - 1):
         lo, hi = row_chunks[chunk], row_chunks[chunk + 1]
         for i in range(columns.shape[0]):
@@ -131,7 +134,8 @@ def _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks
             if dense[c]:
                 t, at = block[c], lane[c]
                 for v in range(lo, hi):
-                    m = max(m, xb[t, v, at])
+                    m = max(m, _decoded(xb[t, v, at]))
+                m *= unscale[c]
             else:
                 w = weight_of[c]
                 wt, wj = w // inv_blocks.shape[2], w % inv_blocks.shape[2]
@@ -160,7 +164,7 @@ def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pa
                                      ladder, slack)
 
 
-def certify_listed(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
+def certify_listed(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane, weight_of, pairs, todo,
                    residual, ladder, slack, row_chunks, candidates, outside):
     """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
     full check (``certify_fused``) left in ``candidates`` and ``outside``; the arguments
@@ -168,7 +172,7 @@ def certify_listed(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_
     for their maxima."""
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     need = np.full(len(pairs), np.nan)
@@ -243,7 +247,7 @@ def _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside):
         outside[p] = left
 
 
-def certify_fused(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_of, pairs, todo,
+def certify_fused(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane, weight_of, pairs, todo,
                   residual, ladder, slack, row_chunks, candidates, outside, groups=8):
     """The full check in one pass over the rows for every pair in ``todo``: each pair's
     shortlist (the M = ``candidates.shape[1]`` nodes of largest ``hi``, M at most N) and the
@@ -255,7 +259,8 @@ def certify_fused(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_o
     Pairs of seed columns (forward, backward) are read as the Numba power iteration holds
     them mid-run: a column's partial sum is its row of ``pi`` plus, once dense, its lane of
     ``pi_blocks``; its last term over out-weight is ``x[c] * inv`` (push) or its lane of
-    ``xb`` (dense, already divided). ``inv_blocks``: 1 / out-weight, weight column w at
+    ``xb`` (dense, already divided, times the column's scale: ``unscale`` is its inverse).
+    ``inv_blocks``: 1 / out-weight, weight column w at
     ``[w // lanes, :, w % lanes]``. ``candidates`` (P x M) and ``outside`` (P) receive each
     checked pair's list."""
     n = pi.shape[1]
@@ -267,7 +272,7 @@ def certify_fused(pi, pi_blocks, x, xb, inv_blocks, dense, block, lane, weight_o
     beyond = np.zeros((len(cuts) - 1, len(todo)))
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    _peaks(x, xb, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,

@@ -49,8 +49,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from adapath.kernels.certify import certify_fused, certify_listed
+from adapath.kernels.half import HALF, half_scales
+from adapath.kernels.half import encoded as _encoded
 
 LANES = 32  # seed columns per dense block (measured best with prefetching)
+HALF_LANES = 64  # ... when stored in half precision: paired, a row is the same 3 cache lines
 VECTOR = 8  # lanes per block come in multiples of this (8 float32 = one AVX2 register)
 PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
 LINE = 64  # bytes per cache line
@@ -158,16 +161,21 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
       ``y[h * slots + j] += (cf[j] + row_b[j]) * row_xt[h * slots + j]``;
     - not weighted: ``y[j] += row[j]`` for ``slots`` lanes (cf unused).
 
-    The row of half-edge k + PREFETCH is prefetched. Written in LLVM IR so that y stays in
-    vector registers across the run (Numba's loop keeps it in memory and re-checks
-    aliasing at every half-edge)."""
+    Rows hold float32 or float64 (cf and y of the same type), or binary16 bits (uint16, cf
+    and y float32: each row is widened as it is read). The row of half-edge k + PREFETCH is
+    prefetched. Written in LLVM IR so that y stays in vector registers across the run
+    (Numba's loop keeps it in memory and re-checks aliasing at every half-edge)."""
     lanes = halves * slots if weighted else slots
 
     @intrinsic
     def segment(typingctx, rows, indices, lo, hi, t, cf, y):
         arrays = (rows, indices, cf, y)
-        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays) or rows.ndim != 3 \
-                or rows.dtype not in (types.float32, types.float64) or cf.dtype != rows.dtype \
+        if not all(isinstance(x, types.Array) and x.layout == "C" for x in arrays) or rows.ndim != 3:
+            return None
+        if rows.dtype == types.uint16:
+            if cf.dtype != types.float32 or y.dtype != types.float32:
+                return None
+        elif rows.dtype not in (types.float32, types.float64) or cf.dtype != rows.dtype \
                 or y.dtype != rows.dtype:
             return None
 
@@ -176,9 +184,11 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
                                         for i in (0, 1, 5, 6))
             lo, hi, t = args[2], args[3], args[4]
             i64, i32, byte_ptr = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
-            scalar = context.get_value_type(signature.args[0].dtype)
+            scalar = context.get_value_type(signature.args[5].dtype)
             itemsize = context.get_abi_sizeof(scalar)
-            width = 32 // itemsize  # one 256-bit vector
+            half = signature.args[0].dtype == types.uint16
+            stored_size = 2 if half else itemsize
+            width = 32 // itemsize  # one 256-bit vector of the accumulated type
             vector = ir.VectorType(scalar, width)
             _, n, row_len = cgutils.unpack_tuple(builder, rows_a.shape, 3)
             count = cgutils.unpack_tuple(builder, idx_a.shape, 1)[0]
@@ -187,6 +197,14 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
             def load(pointer, offset):
                 address = builder.bitcast(builder.gep(pointer, [ir.Constant(i64, offset)]), vector.as_pointer())
                 return builder.load(address, align=itemsize)
+
+            def load_row(pointer, offset):
+                if not half:
+                    return load(pointer, offset)
+                bits = ir.VectorType(ir.IntType(16), width)
+                address = builder.bitcast(builder.gep(pointer, [ir.Constant(i64, offset)]), bits.as_pointer())
+                raw = builder.load(address, align=2)
+                return builder.fpext(builder.bitcast(raw, ir.VectorType(ir.HalfType(), width)), vector)
 
             def row_at(k):
                 u = builder.sext(builder.load(builder.gep(idx_a.data, [k])), i64)
@@ -214,16 +232,16 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
             ahead = builder.add(k, ir.Constant(i64, PREFETCH))
             with builder.if_then(builder.icmp_signed("<", ahead, count)):
                 later = builder.bitcast(row_at(ahead), byte_ptr)
-                for offset in range(0, (lanes + (slots if weighted else 0)) * itemsize, LINE):
+                for offset in range(0, (lanes + (slots if weighted else 0)) * stored_size, LINE):
                     builder.call(prefetch, [builder.gep(later, [ir.Constant(i64, offset)]),
                                             ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
             row = row_at(k)
             if weighted:
-                w = [builder.fadd(c, load(row, lanes + i)) for c, i in zip(coef, slot_vectors)]
-                new = [builder.fadd(acc[h * len(w) + v], builder.fmul(w[v], load(row, h * slots + i)))
+                w = [builder.fadd(c, load_row(row, lanes + i)) for c, i in zip(coef, slot_vectors)]
+                new = [builder.fadd(acc[h * len(w) + v], builder.fmul(w[v], load_row(row, h * slots + i)))
                        for h in range(halves) for v, i in enumerate(slot_vectors)]
             else:
-                new = [builder.fadd(phi, load(row, i)) for phi, i in zip(acc, lane_vectors)]
+                new = [builder.fadd(phi, load_row(row, i)) for phi, i in zip(acc, lane_vectors)]
             end = builder.basic_block
             k.add_incoming(builder.add(k, ir.Constant(i64, 1)), end)
             for phi, value in zip(acc, new):
@@ -242,9 +260,9 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
 
 # every block shape the layouts below produce (slots a multiple of VECTOR, lanes <= LANES)
 _single8, _single16, _single24, _single32 = (_segment_kernel(m) for m in (8, 16, 24, 32))
-_paired8, _paired16 = (_segment_kernel(m, halves=2) for m in (8, 16))
+_paired8, _paired16, _paired24, _paired32 = (_segment_kernel(m, halves=2) for m in (8, 16, 24, 32))
 _rows8, _rows16, _rows24, _rows32 = (_segment_kernel(m, weighted=False) for m in (8, 16, 24, 32))
-assert LANES == 32 and VECTOR == 8
+assert LANES == 32 and HALF_LANES == 64 and VECTOR == 8
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -290,10 +308,12 @@ def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, scale, bounds, scratch, active, last):
+def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, gain, bounds, scratch, active, last):
     """One dense term for the lanes of every active block: y = P x from xb (xt | b), then
-    pi += scale * y and, unless ``last``, the xt part of xb_next = y * inv_out of the lane's
-    slot. y lives one row at a time in ``scratch``; xb is read while xb_next is written."""
+    pi += gain[t, lane] * y and, unless ``last``, the xt part of xb_next = y * inv_out of the
+    lane's slot (stored as xb stores it: a lane holds its column's xt times the column's
+    fixed power-of-two scale, which ``gain`` divides back out). y lives one row at a time
+    in ``scratch``; xb is read while xb_next is written."""
     blocks, n, lanes = pi.shape
     slots = a.shape[2]
     halves = lanes // slots
@@ -312,7 +332,11 @@ def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, scale, bounds, s
                 for j in range(slots):
                     cf[j] = a[t, r, j] + b[t, v, j]
                 if halves == 2:
-                    if slots == 16:
+                    if slots == 32:
+                        _paired32(xb, indices, k, end, t, cf, y)
+                    elif slots == 24:
+                        _paired24(xb, indices, k, end, t, cf, y)
+                    elif slots == 16:
                         _paired16(xb, indices, k, end, t, cf, y)
                     else:
                         _paired8(xb, indices, k, end, t, cf, y)
@@ -326,11 +350,11 @@ def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, scale, bounds, s
                     _single8(xb, indices, k, end, t, cf, y)
                 k = end
             for j in range(lanes):
-                pi[t, v, j] += scale * y[j]
+                pi[t, v, j] += gain[t, j] * y[j]
             if not last:
                 for h in range(halves):
                     for j in range(slots):
-                        xb_next[t, v, h * slots + j] = y[h * slots + j] * inv_out[t, v, j]
+                        xb_next[t, v, h * slots + j] = _encoded(y[h * slots + j] * inv_out[t, v, j], xb_next)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -376,8 +400,9 @@ def _push(indptr, indices, rel, a, b, inv_out, weight_of, x, y, pi, scale, colum
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _to_lanes(x, inv_out, block, lane, columns, xb, bounds):
-    """Load the listed columns of x (column-major) into their lanes of xb as xt."""
+def _to_lanes(x, inv_out, block, lane, columns, scale, xb, bounds):
+    """Load the listed columns of x (column-major) into their lanes of xb as xt times the
+    column's ``scale``."""
     slots = inv_out.shape[2]
     for chunk in prange(bounds.shape[0] - 1):  # column by column inside a chunk: a transpose in cache
         for i in range(columns.shape[0]):
@@ -385,7 +410,22 @@ def _to_lanes(x, inv_out, block, lane, columns, xb, bounds):
             t, at = block[c], lane[c]
             j = at % slots
             for u in range(bounds[chunk], bounds[chunk + 1]):
-                xb[t, u, at] = x[c, u] * inv_out[t, u, j]
+                xb[t, u, at] = _encoded(x[c, u] * inv_out[t, u, j] * scale[c], xb)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _peak_xt(x, inv_out, block, lane, columns, bounds, partial):
+    """partial[chunk, i]: the largest xt = x * inv_out of column ``columns[i]`` in one chunk
+    of rows (inv_out in the dense layout's slots)."""
+    slots = inv_out.shape[2]
+    for chunk in prange(bounds.shape[0] - 1):
+        for i in range(columns.shape[0]):
+            c = columns[i]
+            t, j = block[c], lane[c] % slots
+            m = 0.0
+            for u in range(bounds[chunk], bounds[chunk + 1]):
+                m = max(m, x[c, u] * inv_out[t, u, j])
+            partial[chunk, i] = m
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -419,7 +459,7 @@ def _zero_lanes(xb, block, lane, columns, bounds):
         for i in range(columns.shape[0]):
             t, at = block[columns[i]], lane[columns[i]]
             for v in range(bounds[chunk], bounds[chunk + 1]):
-                xb[t, v, at] = 0.0
+                xb[t, v, at] = 0
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -433,9 +473,9 @@ def _reset_blocks(xb, b_low, bounds):
         for t in range(blocks):
             for v in range(bounds[chunk], bounds[chunk + 1]):
                 for j in range(lanes):
-                    xb[t, v, j] = 0.0
+                    xb[t, v, j] = 0
                 for j in range(slots):
-                    xb[t, v, lanes + j] = b_low[t, v, j]
+                    xb[t, v, lanes + j] = _encoded(b_low[t, v, j], xb)
 
 
 def inverse_out_weights(indptr, indices, rel, a, b, bounds=None, workspace=None) -> np.ndarray:
@@ -468,7 +508,7 @@ def _regroup(source, columns, out):
                     out[t, u, j] = 0.0
 
 
-def dense_layout(weight_of: np.ndarray, weights: int):
+def dense_layout(weight_of: np.ndarray, weights: int, capacity: int = LANES):
     """Place seed columns in dense blocks. Returns (halves, slots per block, blocks, weight
     column of each slot (-1 empty), block of each column, lane of each column).
 
@@ -481,7 +521,9 @@ def dense_layout(weight_of: np.ndarray, weights: int):
     count = len(weight_of)
     halves = 2 if 3 * sum(-(-len(cols) // 2) for cols in users.values()) < 2 * count else 1
     slot_list = [(w, cols[i:i + halves]) for w, cols in users.items() for i in range(0, len(cols), halves)]
-    blocks, slots = block_layout(len(slot_list), LANES // halves)
+    # a block of paired lanes holds up to ``capacity`` of them; unpaired lanes stay within
+    # LANES, the accumulators a segment keeps in vector registers
+    blocks, slots = block_layout(len(slot_list), capacity // halves if halves == 2 else min(capacity, LANES))
     slot_weight = np.full(blocks * slots, -1, dtype=np.int64)
     block = np.zeros(count, dtype=np.int64)
     lane = np.zeros(count, dtype=np.int64)
@@ -495,8 +537,15 @@ def dense_layout(weight_of: np.ndarray, weights: int):
 def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
                     mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
                     pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512,
-                    workspace=None, keep=True):
+                    workspace=None, keep=True, half=False):
     """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
+
+    Dense terms run in float32 (``mixed_precision``; float64 without). ``half``: their xt and
+    b are stored in binary16 and widened to float32 as they are read, so a row of 32
+    paired columns is as long as one of 16 in float32 and a term gathers half the bytes;
+    each column's xt is kept times a power of two (``half_scales``) that holds it in
+    binary16's range. That adds a relative error of about 2^-11 per stored value to the
+    dense terms (at most (1 - eta)^3 of the mass); pi still accumulates in float64.
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
     column ``weight_of[c]`` (default ``c % W``, S a multiple of W). ``bounds`` (from
@@ -534,11 +583,17 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     b_cols = work_array(workspace, "b_cols", b_rows.T.shape)
     _transpose(b_rows, b_cols, row_chunks)
     inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds, workspace)  # once per weight column
-    halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights)
-    lanes = halves * slots
     columns = np.arange(count)
     terms = min(series_terms(eta, tol), max_iter)
 
+    capacity = HALF_LANES if half else LANES
+    halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights, capacity)
+    lanes = halves * slots
+    dtype = HALF if half else np.float32 if mixed_precision else np.float64
+    accumulate = np.float32 if half else dtype  # the segment kernels' y and coefficients
+    # each column's scale in the dense layout (1 unless stored in half), fixed when it
+    # leaves the push phase; a stored value means xt * scale
+    column_scale = np.ones(count)
     x = work_array(workspace, "x0", (count, n), zero=True)  # push phase, column-major
     x[columns, seeds] = 1.0
     spare = "x1"  # the push terms alternate between two arrays
@@ -574,21 +629,24 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
         if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
             leaving = pushing[_push_work(indptr, x, pushing) >= limit]
         if len(leaving) and xb is None:
-            dtype = np.float32 if mixed_precision else np.float64
-            low = (to_blocks(a, slots, slot_weight, dtype),
-                   to_blocks(b_rows, slots, slot_weight, dtype,
-                             out=work_array(workspace, "b_low", (blocks, n, slots), dtype)),
-                   work_array(workspace, "inv_low", (blocks, n, slots), dtype))
+            low = (to_blocks(a, slots, slot_weight, accumulate),
+                   to_blocks(b_rows, slots, slot_weight, accumulate,
+                             out=work_array(workspace, "b_low", (blocks, n, slots), accumulate)),
+                   work_array(workspace, "inv_low", (blocks, n, slots), accumulate))
             _regroup(inv_weights, slot_weight, low[2])
             pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
             xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype)
             xb_next = work_array(workspace, "xb_next", xb.shape, dtype)
             for target in (xb, xb_next):  # b: constant across terms
                 _reset_blocks(target, low[1], row_chunks)
-            scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
+            scratch = np.empty((blocks * chunks, 2, lanes), dtype=accumulate)
         if len(leaving):
             # x (column-major) still holds x_{term-1} for these columns
-            _to_lanes(x, low[2], block, lane, leaving, xb, row_chunks)
+            if half:
+                partial = np.empty((row_chunks.shape[0] - 1, len(leaving)))
+                _peak_xt(x, low[2], block, lane, leaving, row_chunks, partial)
+                column_scale[leaving] = half_scales(partial.max(axis=0))
+            _to_lanes(x, low[2], block, lane, leaving, column_scale, xb, row_chunks)
             sparse[leaving] = False
             dense[block[leaving]] = True
             pushing = np.flatnonzero(sparse & ~finished)
@@ -599,7 +657,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             x = y_cols
         if dense.any():
             a_low, b_low, inv_low = low
-            _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, scale, bounds,
+            gain = np.full((blocks, lanes), scale)
+            gain[block, lane] = scale / column_scale  # exact: the scales are powers of two
+            _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, gain, bounds,
                   scratch, dense, term == terms)
             xb, xb_next = xb_next, xb
         if certifying and certify_from <= term < terms:
@@ -609,9 +669,11 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             if len(todo):
                 is_dense = ~sparse & ~stuck
                 state = (pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
-                         x, xb if xb is not None else np.zeros((1, 1, 1), dtype=np.float32),
-                         inv_weights, is_dense, block, lane, weight_of, pairs)
-                residual = (1.0 - eta) ** (term + 1)
+                         x, xb if xb is not None else np.zeros((1, 1, 1), dtype=dtype),
+                         1.0 / column_scale, inv_weights, is_dense, block, lane, weight_of, pairs)
+                # half storage: each stored value, and the b a term reads, may be 2^-11 off,
+                # so a later term's xt may exceed the stored maximum by that much per term
+                residual = (1.0 - eta) ** (term + 1) * ((1.0 + 2.0 ** -10) ** (terms - term) if half else 1.0)
                 need = np.full(len(pairs), np.nan)
                 if len(short):
                     need[short] = certify_listed(*state, short, residual, ladder, slack, row_chunks,
@@ -643,7 +705,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                     if xb is not None and len(live):
                         # the batch's work shrinks with it: lay the columns still running out
                         # in fewer or narrower blocks when that cuts the bytes a sweep gathers
-                        layout = dense_layout(weight_of[keep], weights)
+                        layout = dense_layout(weight_of[keep], weights, capacity)
                         h2, s2, b2 = layout[:3]
                         if 4 * b2 * (h2 + 1) * s2 <= 3 * blocks * (lanes + slots):
                             _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
@@ -655,10 +717,10 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                             # xb's target from the other of two pairs (the source may be one)
                             relayouts += 1
                             moved_name = f"xb_moved{relayouts % 2}"
-                            low = (to_blocks(a, s2, layout[3], dtype),
-                                   to_blocks(b_rows, s2, layout[3], dtype,
-                                             out=work_array(workspace, "b_low", (b2, n, s2), dtype)),
-                                   work_array(workspace, "inv_low", (b2, n, s2), dtype))
+                            low = (to_blocks(a, s2, layout[3], accumulate),
+                                   to_blocks(b_rows, s2, layout[3], accumulate,
+                                             out=work_array(workspace, "b_low", (b2, n, s2), accumulate)),
+                                   work_array(workspace, "inv_low", (b2, n, s2), accumulate))
                             _regroup(inv_weights, layout[3], low[2])
                             moved = work_array(workspace, moved_name, (b2, n, (h2 + 1) * s2), dtype)
                             moved_next = work_array(workspace, moved_name + "_next", moved.shape, dtype)
@@ -669,7 +731,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                             block, lane, lanes = new_block, new_lane, h2 * s2
                             xb, xb_next = moved, moved_next
                             pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
-                            scratch = np.empty((blocks * chunks, 2, lanes), dtype=dtype)
+                            scratch = np.empty((blocks * chunks, 2, lanes), dtype=accumulate)
                             laid_out[:] = False
                             laid_out[keep] = True
                     dense = np.zeros(blocks, dtype=bool)
