@@ -122,7 +122,7 @@ def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
+def last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
     """partial[chunk, i]: the largest last term over out-weight of column ``columns[i]``
     in the rows of one chunk (a dense lane holds it times the column's scale, in float32,
     float64 or binary16 bits; ``unscale`` undoes the scale)."""
@@ -172,7 +172,7 @@ def certify_listed(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane
     for their maxima."""
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     need = np.full(len(pairs), np.nan)
@@ -272,7 +272,7 @@ def certify_fused(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane,
     beyond = np.zeros((len(cuts) - 1, len(todo)))
     columns = np.unique(pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    _peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
+    last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
     peak = np.zeros(pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
     _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,

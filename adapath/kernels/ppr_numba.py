@@ -34,8 +34,9 @@ fused sweep: each row's y is formed in cache, added to pi and turned into the ro
 ``xt``, so y never travels to memory. Every lane computes ``(a[r] + b[v] + b[u]) * xt`` in
 the same order whatever its block, half or neighbours, and nothing is contracted into
 FMAs, so every column gets the same bits in any batch. Dense terms (the third on, at most
-(1-eta)^3 of the mass) run in float32; pi accumulates in float64. The result is
-column-major ``(S, N)``, so that each column the caller reads is contiguous.
+(1-eta)^3 of the mass) run in float32, or read their rows from binary16 (``half``); pi
+accumulates in float64. The result is column-major ``(S, N)``, so that each column the
+caller reads is contiguous.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from adapath.kernels.certify import certify_fused, certify_listed
+from adapath.kernels.certify import certify_fused, certify_listed, last_term_peaks
 from adapath.kernels.half import HALF, half_scales
 from adapath.kernels.half import encoded as _encoded
 
@@ -258,7 +259,8 @@ def _segment_kernel(slots: int, halves: int = 1, weighted: bool = True):
     return segment
 
 
-# every block shape the layouts below produce (slots a multiple of VECTOR, lanes <= LANES)
+# every block shape the layouts below produce (slots a multiple of VECTOR; lanes <= LANES,
+# or HALF_LANES paired in half precision)
 _single8, _single16, _single24, _single32 = (_segment_kernel(m) for m in (8, 16, 24, 32))
 _paired8, _paired16, _paired24, _paired32 = (_segment_kernel(m, halves=2) for m in (8, 16, 24, 32))
 _rows8, _rows16, _rows24, _rows32 = (_segment_kernel(m, weighted=False) for m in (8, 16, 24, 32))
@@ -411,21 +413,6 @@ def _to_lanes(x, inv_out, block, lane, columns, scale, xb, bounds):
             j = at % slots
             for u in range(bounds[chunk], bounds[chunk + 1]):
                 xb[t, u, at] = _encoded(x[c, u] * inv_out[t, u, j] * scale[c], xb)
-
-
-@njit(parallel=True, cache=True, nogil=True)
-def _peak_xt(x, inv_out, block, lane, columns, bounds, partial):
-    """partial[chunk, i]: the largest xt = x * inv_out of column ``columns[i]`` in one chunk
-    of rows (inv_out in the dense layout's slots)."""
-    slots = inv_out.shape[2]
-    for chunk in prange(bounds.shape[0] - 1):
-        for i in range(columns.shape[0]):
-            c = columns[i]
-            t, j = block[c], lane[c] % slots
-            m = 0.0
-            for u in range(bounds[chunk], bounds[chunk + 1]):
-                m = max(m, x[c, u] * inv_out[t, u, j])
-            partial[chunk, i] = m
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -644,7 +631,9 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
             # x (column-major) still holds x_{term-1} for these columns
             if half:
                 partial = np.empty((row_chunks.shape[0] - 1, len(leaving)))
-                _peak_xt(x, low[2], block, lane, leaving, row_chunks, partial)
+                # the leaving columns still push: their peak is that of x * inv
+                last_term_peaks(x, xb, 1.0 / column_scale, inv_weights, ~sparse & ~stuck, block, lane,
+                                weight_of, leaving, row_chunks, partial)
                 column_scale[leaving] = half_scales(partial.max(axis=0))
             _to_lanes(x, low[2], block, lane, leaving, column_scale, xb, row_chunks)
             sparse[leaving] = False
