@@ -84,6 +84,26 @@ def test_backends_agree_and_default_tolerance_is_tight():
     assert it_numba == 9  # eta = 0.85: 0.15**10 <= 1e-8, so x_0..x_9 are summed
 
 
+def test_float32_dense_terms_and_their_sum_stay_within_the_series_remainder(monkeypatch):
+    """From the third term on these columns are dense (a push would touch more than 5% of
+    the half-edges): their terms, and their share of pi, are summed in float32. Against a
+    dense float64 solve each column's L1 error is the series' remainder (1 - eta)^(terms+1)
+    plus under 2e-9 of rounding."""
+    from adapath.kernels import ppr_numba
+
+    sweeps = []
+    step = ppr_numba._step
+    monkeypatch.setattr(ppr_numba, "_step", lambda *args: sweeps.append(1) or step(*args))
+    graph = random_graph(3, n=400, m=6000)
+    _, _, weights = random_weights(graph, 8, 3)
+    seeds = np.arange(8) * 7
+    pi, terms, _ = PPREngine(graph).personalized(weights, seeds)
+    assert len(sweeps) == terms - 2  # terms 3..terms were dense sweeps
+    for j in range(8):
+        error = np.abs(pi[:, j] - dense_ppr(graph, weights, j, seeds[j])).sum()
+        assert error <= 0.15 ** (terms + 1) + 2e-9
+
+
 def test_columns_do_not_depend_on_their_batch():
     graph = random_graph(4, n=120, m=900)
     _, _, weights = random_weights(graph, 6, 4)

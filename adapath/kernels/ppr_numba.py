@@ -34,8 +34,10 @@ fused sweep: each row's y is formed in cache, added to pi and turned into the ro
 ``xt``, so y never travels to memory. Every lane computes ``(a[r] + b[v] + b[u]) * xt`` in
 the same order whatever its block, half or neighbours, and nothing is contracted into
 FMAs, so every column gets the same bits in any batch. Dense terms (the third on, at most
-(1-eta)^3 of the mass) run in float32, or read their rows from binary16 (``half``); pi
-accumulates in float64. The result is column-major ``(S, N)``, so that each column the
+(1-eta)^3 of the mass) run in float32, or read their rows from binary16 (``half``). Their
+share of pi is summed in float32 too, lane by lane (one float32 rounding per term on at most
+(1-eta)^3 of the mass: under 2e-9 in L1 over ten terms, and half the bytes each sweep
+writes), and joins the float64 pi of the push terms when its column stops. The result is column-major ``(S, N)``, so that each column the
 caller reads is contiguous.
 """
 
@@ -532,7 +534,8 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     paired columns is as long as one of 16 in float32 and a term gathers half the bytes;
     each column's xt is kept times a power of two (``half_scales``) that holds it in
     binary16's range. That adds a relative error of about 2^-11 per stored value to the
-    dense terms (at most (1 - eta)^3 of the mass); pi still accumulates in float64.
+    dense terms (at most (1 - eta)^3 of the mass). The dense terms' share of pi is summed in
+    float32 (float64 without ``mixed_precision``) and added to the float64 pi at the end.
 
     ``a`` (R x W) and ``b`` (N x W) are W weight columns; seed column c walks with weight
     column ``weight_of[c]`` (default ``c % W``, S a multiple of W). ``bounds`` (from
@@ -621,7 +624,7 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                              out=work_array(workspace, "b_low", (blocks, n, slots), accumulate)),
                    work_array(workspace, "inv_low", (blocks, n, slots), accumulate))
             _regroup(inv_weights, slot_weight, low[2])
-            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
+            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), accumulate, zero=True)
             xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype)
             xb_next = work_array(workspace, "xb_next", xb.shape, dtype)
             for target in (xb, xb_next):  # b: constant across terms
@@ -697,13 +700,16 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                         layout = dense_layout(weight_of[keep], weights, capacity)
                         h2, s2, b2 = layout[:3]
                         if 4 * b2 * (h2 + 1) * s2 <= 3 * blocks * (lanes + slots):
-                            _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
+                            # the stopped columns' dense terms join pi; the running ones' partial
+                            # sums move with their lanes, so each lane's float32 sum adds its terms
+                            # in the same order whatever its batch
+                            _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out & finished), row_chunks)
                             new_block = np.zeros(count, dtype=np.int64)
                             new_lane = np.zeros(count, dtype=np.int64)
                             new_block[keep], new_lane[keep] = layout[4], layout[5]
-                            # the old layout's arrays are read below only by _move_lanes (xb):
-                            # b_low, inv_low and pi_blocks are taken again from the workspace,
-                            # xb's target from the other of two pairs (the source may be one)
+                            # the old layout's arrays are read below only by _move_lanes (xb and
+                            # pi_blocks): b_low and inv_low are taken again from the workspace, the
+                            # moves' targets from the other of two pairs (the source may be one)
                             relayouts += 1
                             moved_name = f"xb_moved{relayouts % 2}"
                             low = (to_blocks(a, s2, layout[3], accumulate),
@@ -716,10 +722,12 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
                             for target in (moved, moved_next):
                                 _reset_blocks(target, low[1], row_chunks)
                             _move_lanes(xb, block, lane, moved, new_block, new_lane, live, row_chunks)
+                            sums = work_array(workspace, f"pi_blocks_moved{relayouts % 2}", (b2, n, h2 * s2),
+                                              accumulate, zero=True)
+                            _move_lanes(pi_blocks, block, lane, sums, new_block, new_lane, live, row_chunks)
                             halves, slots, blocks, slot_weight = h2, s2, b2, layout[3]
                             block, lane, lanes = new_block, new_lane, h2 * s2
-                            xb, xb_next = moved, moved_next
-                            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), zero=True)
+                            xb, xb_next, pi_blocks = moved, moved_next, sums
                             scratch = np.empty((blocks * chunks, 2, lanes), dtype=accumulate)
                             laid_out[:] = False
                             laid_out[keep] = True
