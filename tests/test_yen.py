@@ -114,3 +114,35 @@ def test_yen_long_lists_on_dense_graphs_match_networkx(seed):
             break
     assert np.allclose(costs, expected)
     assert len({tuple(p.tolist()) for p in paths}) == len(paths) == len(expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_guided_spur_searches_match_networkx(seed):
+    """The spur searches' A* guide is every node's cost to the target (scipy's Dijkstra);
+    with nodes blocked it still finds the cheapest path of the graph without them, and a
+    limit below that cost finds nothing."""
+    from scipy.sparse.csgraph import dijkstra
+
+    from adapath.kernels.yen import _guided_path, distances_to
+
+    indptr, indices, cost, reference = random_weighted(seed + 300, n=30, m=120)
+    t = 29
+    to_target = distances_to(indptr, indices, cost, t)
+    matrix = sp.csr_matrix((cost, indices, indptr), shape=(30, 30))
+    np.testing.assert_allclose(to_target, dijkstra(matrix, directed=False, indices=t))
+    rng = np.random.default_rng(seed)
+    banned = np.zeros(30, dtype=bool)
+    for _ in range(10):
+        blocked = np.zeros(30, dtype=bool)
+        blocked[rng.choice(np.arange(1, 29), 4, replace=False)] = True
+        d, path = _guided_path(indptr, indices, cost, 0, t, blocked, banned, to_target, np.inf)
+        g = reference.copy()
+        g.remove_nodes_from(np.flatnonzero(blocked).tolist())
+        if not nx.has_path(g, 0, t):
+            assert not np.isfinite(d)
+            continue
+        assert d == pytest.approx(nx.shortest_path_length(g, 0, t, weight="weight"))
+        assert path_cost(reference, path.tolist()) == pytest.approx(d)
+        assert not blocked[path].any()
+        assert not np.isfinite(_guided_path(indptr, indices, cost, 0, t, blocked, banned, to_target, 0.99 * d)[0])
+        assert _guided_path(indptr, indices, cost, 0, t, blocked, banned, to_target, d)[0] == d

@@ -6,6 +6,13 @@ path that leaves some node of the previous path (its root blocked, and the edges
 earlier paths with the same root took out of the spur node banned). With Lawler's
 refinement, a path is spurred only from the node where it left its parent on: the spurs
 before it were already taken when the parent was.
+
+Two cuts leave the list unchanged. Every spur search is A* guided by each node's cost to
+the target in the whole corridor (one Dijkstra from the target), a lower bound whatever a
+spur blocks. And once the candidates hold as many paths as are still to be picked, a spur
+path dearer than the dearest of those cheapest ones can never be picked: a spur whose root
+plus its bound already exceeds that is skipped, and a search stops when every route left
+does.
 """
 
 from __future__ import annotations
@@ -21,19 +28,57 @@ from numba.typed import List
 def dijkstra_path(indptr, indices, cost, source, target, blocked, banned_from_source):
     """Cheapest path source -> target avoiding ``blocked`` nodes and, out of the source,
     the neighbours flagged in ``banned_from_source``. Returns (cost, nodes) or (inf, [])."""
+    return _guided_path(indptr, indices, cost, source, target, blocked, banned_from_source,
+                        np.zeros(indptr.shape[0] - 1), np.inf)
+
+
+@njit(cache=True, nogil=True)
+def distances_to(indptr, indices, cost, target):
+    """Every node's cheapest cost to ``target`` (inf where it cannot reach it): the costs
+    are symmetric, so one Dijkstra from the target."""
     n = indptr.shape[0] - 1
     dist = np.full(n, np.inf)
-    prev = np.full(n, -1, dtype=np.int64)
     done = np.zeros(n, dtype=np.bool_)
-    dist[source] = 0.0
-    heap = [(0.0, source)]
+    dist[target] = 0.0
+    heap = [(0.0, target)]
     while len(heap) > 0:
         d, u = heapq.heappop(heap)
         if done[u]:
             continue
         done[u] = True
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            nd = d + cost[k]
+            if not done[v] and nd < dist[v]:
+                dist[v] = nd
+                heapq.heappush(heap, (nd, v))
+    return dist
+
+
+@njit(cache=True, nogil=True)
+def _guided_path(indptr, indices, cost, source, target, blocked, banned_from_source, to_target, limit):
+    """``dijkstra_path`` as A*: nodes leave the heap in order of cost so far plus
+    ``to_target``, a lower bound on their cost to the target that no edge breaks
+    (``to_target[u] <= cost(u, v) + to_target[v]``; zeros: plain Dijkstra). The costs to
+    the target in the whole graph are such a bound whatever is blocked or banned, and with
+    them a search goes straight down the cheapest remaining route. A path dearer than
+    ``limit`` is not wanted: the search gives up once every route left must cost more."""
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf)
+    prev = np.full(n, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    dist[source] = 0.0
+    heap = [(to_target[source], source)]
+    while len(heap) > 0:
+        least, u = heapq.heappop(heap)
+        if least > limit:
+            break
+        if done[u]:
+            continue
+        done[u] = True
         if u == target:
             break
+        d = dist[u]
         for k in range(indptr[u], indptr[u + 1]):
             v = indices[k]
             if blocked[v] or done[v]:
@@ -41,10 +86,10 @@ def dijkstra_path(indptr, indices, cost, source, target, blocked, banned_from_so
             if u == source and banned_from_source[v]:
                 continue
             nd = d + cost[k]
-            if nd < dist[v]:
+            if nd < dist[v] and to_target[v] < np.inf:
                 dist[v] = nd
                 prev[v] = u
-                heapq.heappush(heap, (nd, v))
+                heapq.heappush(heap, (nd + to_target[v], v))
     if not done[target]:
         return np.inf, np.zeros(0, dtype=np.int64)
     length = 1
@@ -116,7 +161,8 @@ def _yen(indptr, indices, cost, source, target, k):
     costs = List()
     blocked = np.zeros(n, dtype=np.bool_)
     banned = np.zeros(n, dtype=np.bool_)
-    first_cost, first = dijkstra_path(indptr, indices, cost, source, target, blocked, banned)
+    to_target = distances_to(indptr, indices, cost, target)  # guides every spur search
+    first_cost, first = _guided_path(indptr, indices, cost, source, target, blocked, banned, to_target, np.inf)
     if first.shape[0] == 0:
         return np.zeros(0), paths
     paths.append(first)
@@ -136,14 +182,27 @@ def _yen(indptr, indices, cost, source, target, k):
         root_cost = 0.0
         for i in range(last_dev):
             root_cost += _edge_cost(indptr, indices, cost, last[i], last[i + 1])
+        # the k - len(paths) paths still to pick are no dearer than the as many cheapest
+        # candidates: a spur path dearer than those (with room for rounding) is never picked
+        wanted = k - len(paths)
+        bound = np.inf
+        if len(cand_costs) >= wanted:
+            pending = np.empty(len(cand_costs))
+            for c in range(len(cand_costs)):
+                pending[c] = cand_costs[c]
+            bound = np.partition(pending, wanted - 1)[wanted - 1] * (1.0 + 1e-9)
         for i in range(last_dev, last.shape[0] - 1):
             spur = last[i]
+            if root_cost + to_target[spur] > bound:
+                root_cost += _edge_cost(indptr, indices, cost, last[i], last[i + 1])
+                continue
             for p in paths:
                 if p.shape[0] > i + 1 and _same(p[: i + 1], last[: i + 1]):
                     banned[p[i + 1]] = True
             for j in range(i):
                 blocked[last[j]] = True
-            spur_cost, spur_path = dijkstra_path(indptr, indices, cost, spur, target, blocked, banned)
+            spur_cost, spur_path = _guided_path(indptr, indices, cost, spur, target, blocked, banned, to_target,
+                                                bound - root_cost)
             for j in range(i):
                 blocked[last[j]] = False
             for p in paths:
