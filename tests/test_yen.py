@@ -146,3 +146,16 @@ def test_guided_spur_searches_match_networkx(seed):
         assert not blocked[path].any()
         assert not np.isfinite(_guided_path(indptr, indices, cost, 0, t, blocked, banned, to_target, 0.99 * d)[0])
         assert _guided_path(indptr, indices, cost, 0, t, blocked, banned, to_target, d)[0] == d
+
+
+def test_costs_to_the_target_follow_directed_edges():
+    """On a directed graph (hop_bounded's layered walks) the guide is the cost along the
+    edges' directions: 0 -> 1 -> 2 reaches the target 2, and 3, only reachable from it,
+    never does (worked by hand)."""
+    from adapath.kernels.yen import distances_to
+
+    # half-edges 0->1 (1.5), 0->2 (4.0), 1->2 (2.0), 2->3 (1.0)
+    indptr = np.array([0, 2, 3, 4, 4])
+    indices = np.array([1, 2, 2, 3])
+    cost = np.array([1.5, 4.0, 2.0, 1.0])
+    np.testing.assert_array_equal(distances_to(indptr, indices, cost, 2), [3.5, 2.0, 0.0, np.inf])

@@ -8,7 +8,7 @@ refinement, a path is spurred only from the node where it left its parent on: th
 before it were already taken when the parent was.
 
 Two cuts leave the list unchanged. Every spur search is A* guided by each node's cost to
-the target in the whole corridor (one Dijkstra from the target), a lower bound whatever a
+the target in the whole graph (one Dijkstra from the target), a lower bound whatever a
 spur blocks. And once the candidates hold as many paths as are still to be picked, a spur
 path dearer than the dearest of those cheapest ones can never be picked: a spur whose root
 plus its bound already exceeds that is skipped, and a search stops when every route left
@@ -34,24 +34,38 @@ def dijkstra_path(indptr, indices, cost, source, target, blocked, banned_from_so
 
 @njit(cache=True, nogil=True)
 def distances_to(indptr, indices, cost, target):
-    """Every node's cheapest cost to ``target`` (inf where it cannot reach it): the costs
-    are symmetric, so one Dijkstra from the target."""
+    """Every node's cheapest cost to ``target`` along the half-edges' directions (inf where
+    it cannot reach it): one Dijkstra from the target over the reversed half-edges, so
+    directed graphs (the layered walks of ``hop_bounded``) are served too."""
     n = indptr.shape[0] - 1
+    into = np.zeros(n + 1, dtype=np.int64)
+    for k in range(indices.shape[0]):
+        into[indices[k] + 1] += 1
+    for v in range(n):
+        into[v + 1] += into[v]
+    fill = into[:-1].copy()
+    origin = np.empty(indices.shape[0], dtype=np.int64)
+    weight = np.empty(indices.shape[0])
+    for u in range(n):
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            origin[fill[v]], weight[fill[v]] = u, cost[k]
+            fill[v] += 1
     dist = np.full(n, np.inf)
     done = np.zeros(n, dtype=np.bool_)
     dist[target] = 0.0
     heap = [(0.0, target)]
     while len(heap) > 0:
-        d, u = heapq.heappop(heap)
-        if done[u]:
+        d, v = heapq.heappop(heap)
+        if done[v]:
             continue
-        done[u] = True
-        for k in range(indptr[u], indptr[u + 1]):
-            v = indices[k]
-            nd = d + cost[k]
-            if not done[v] and nd < dist[v]:
-                dist[v] = nd
-                heapq.heappush(heap, (nd, v))
+        done[v] = True
+        for k in range(into[v], into[v + 1]):
+            u = origin[k]
+            nd = d + weight[k]
+            if not done[u] and nd < dist[u]:
+                dist[u] = nd
+                heapq.heappush(heap, (nd, u))
     return dist
 
 
