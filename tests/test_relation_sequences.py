@@ -107,3 +107,16 @@ def test_one_edge_paths_match_the_edges_between_their_nodes():
         else:
             multis += 1
     assert singles > 5 and multis > 0  # both routes ran
+
+
+def test_row_order_is_lexsort_within_rows():
+    """Half-edges in row order sort by (dst, cost, rel) within their rows as np.lexsort
+    sorts them by (src, dst, cost, rel), ties (equal in all four) kept in order."""
+    from adapath.kernels.subgraph import row_order
+
+    rng = np.random.default_rng(5)
+    src = np.sort(rng.integers(0, 12, 400))
+    dst = rng.integers(0, 12, 400)
+    cost = rng.integers(0, 4, 400) / 2.0  # coarse: ties in cost, and in all four
+    rel = rng.integers(0, 3, 400)
+    np.testing.assert_array_equal(row_order(src, dst, cost, rel), np.lexsort((rel, cost, dst, src)))

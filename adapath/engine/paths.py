@@ -21,6 +21,7 @@ from adapath.engine.corridor import Corridor, CorridorBuilder
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.kernels.sequences import one_edge_sequences
+from adapath.kernels.subgraph import row_order
 from adapath.kernels.yen import yen_k_shortest, yen_k_shortest_flat
 
 ALPHA = 0.5
@@ -106,9 +107,12 @@ def corridor_graph(graph: KnowledgeGraph, builder: CorridorBuilder, corridor: Co
     top = rho[nodes].max()
     rho_bar = 0.5 * (rho[gu] + rho[gv]) / top if top > 0 else np.zeros(len(gu))
     cost = 1.0 / (alpha * w + (1.0 - alpha) * rho_bar)
+    if len(src) and np.all(src[1:] >= src[:-1]):  # in row order, as the induced subgraph gives it
+        order = row_order(src, dst, cost, rel)
+    else:
+        order = np.lexsort((rel, cost, src * n + dst))
+    cost, rel, dst, src = cost[order], rel[order], dst[order], src[order]
     key = src * n + dst
-    order = np.lexsort((rel, cost, key))
-    key, cost, rel, dst, src = key[order], cost[order], rel[order], dst[order], src[order]
     edge_keys, edge_cost, edge_rel = key, cost, rel
     first = np.ones(len(key), dtype=bool)
     first[1:] = key[1:] != key[:-1]

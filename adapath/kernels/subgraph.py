@@ -90,3 +90,30 @@ def reaches(src, dst, size, source, target):
                 queue[tail] = v
                 tail += 1
     return False
+
+
+@njit(cache=True, nogil=True)
+def row_order(src, dst, cost, rel):
+    """The order of half-edges by (src, dst, cost, rel), ties kept in their given order,
+    for ``src`` already nondecreasing (as ``induced_half_edges`` gives it): an insertion
+    sort within each row, whose few entries make it cheaper than one sort of them all."""
+    m = src.shape[0]
+    order = np.arange(m)
+    start = 0
+    while start < m:
+        end = start + 1
+        while end < m and src[end] == src[start]:
+            end += 1
+        for i in range(start + 1, end):
+            e = order[i]
+            j = i - 1
+            while j >= start:
+                f = order[j]
+                if dst[f] < dst[e] or (dst[f] == dst[e] and (cost[f] < cost[e] or (
+                        cost[f] == cost[e] and rel[f] <= rel[e]))):
+                    break
+                order[j + 1] = f
+                j -= 1
+            order[j + 1] = e
+        start = end
+    return order
