@@ -35,6 +35,24 @@ def test_batch_scores_equal_bm25s_per_query(b):
     assert normalized[:, 0].min() == 0 and normalized[:, 0].max() == 1
 
 
+def test_normalized_into_a_reused_buffer_is_min_max_of_bm25s():
+    """Normalized in place into a buffer that held other values: each column is
+    (score - min) / (max - min) of bm25s's scores (b = 0.75), a flat column 0."""
+    index = TextIndex.build(CORPUS, k1=1.5, b=0.75)
+    retriever = bm25s.BM25(k1=1.5, b=0.75)
+    retriever.index(bm25s.tokenize(CORPUS, stopwords="en", show_progress=False), show_progress=False)
+    buffer = np.full((len(CORPUS), len(QUERIES)), 7.0, dtype=np.float32)
+    out = index.normalized(QUERIES, out=buffer)
+    assert out is buffer
+    for j, query in enumerate(QUERIES):
+        tokens = [t for t in bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+                  if t in retriever.vocab_dict]
+        raw = retriever.get_scores(tokens) if tokens else np.zeros(len(CORPUS))
+        span = raw.max() - raw.min()
+        expected = (raw - raw.min()) / span if span > 0 else np.zeros(len(CORPUS))
+        assert np.allclose(out[:, j], expected, atol=1e-6)
+
+
 def test_length_agnostic_option_ignores_length():
     index = TextIndex.build(["fever", "fever " + "padding " * 30], b=0.0)
     scores = index.scores(["fever"])

@@ -31,10 +31,15 @@ class QueryWeights:
 
 
 def query_weights(s_node: np.ndarray, s_rel: np.ndarray, beta: float = BETA, eps: float = EPS,
-                  xp=np) -> QueryWeights:
-    """Decomposed weights from normalized similarities (N x B nodes, R x B relations)."""
+                  xp=np, out: np.ndarray | None = None) -> QueryWeights:
+    """Decomposed weights from normalized similarities (N x B nodes, R x B relations).
+    ``out``: a float64 N x B array (of the same namespace) that receives ``b``, so that a
+    caller solving batch after batch reuses its pages instead of faulting in fresh ones."""
     a = xp.asarray(s_rel, dtype=xp.float64) * beta + eps
-    b = xp.asarray(s_node, dtype=xp.float64) * ((1.0 - beta) / 2.0)
+    if out is None:
+        b = xp.asarray(s_node, dtype=xp.float64) * ((1.0 - beta) / 2.0)
+    else:
+        b = xp.multiply(s_node, (1.0 - beta) / 2.0, out=out)
     return QueryWeights(a, b)
 
 

@@ -59,13 +59,24 @@ class TextIndex:
         data = np.ones(len(rows), dtype=np.float32)
         return sp.csr_matrix((data, (rows, cols)), shape=(self.matrix.shape[1], len(queries)))
 
-    def scores(self, queries: list[str]) -> np.ndarray:
-        """Raw BM25 scores, documents x queries (float32)."""
-        return np.asarray((self.matrix @ self.query_matrix(queries)).toarray(), dtype=np.float32)
+    def scores(self, queries: list[str], out: np.ndarray | None = None) -> np.ndarray:
+        """Raw BM25 scores, documents x queries (float32); ``out`` (float32, that shape)
+        receives them."""
+        product = (self.matrix @ self.query_matrix(queries)).astype(np.float32, copy=False)
+        return product.toarray(out=out)
 
-    def normalized(self, queries: list[str]) -> np.ndarray:
-        """Scores min-max normalized per query over all documents; a flat column becomes 0."""
-        return minmax_columns(self.scores(queries))
+    def normalized(self, queries: list[str], out: np.ndarray | None = None) -> np.ndarray:
+        """Scores min-max normalized per query over all documents; a flat column becomes 0.
+        ``out`` (float32, documents x queries): normalized there, in place, so a caller
+        scoring batch after batch reuses its pages."""
+        if out is None:
+            return minmax_columns(self.scores(queries))
+        scores = self.scores(queries, out=out)
+        lo = scores.min(axis=0, keepdims=True)
+        span = scores.max(axis=0, keepdims=True) - lo
+        scores -= lo  # a flat column is 0 from here on
+        np.divide(scores, span, out=scores, where=span > 0)
+        return scores
 
     # ---- persistence (npz + JSON, no pickles)
     def save(self, path: str | Path) -> None:
@@ -140,6 +151,7 @@ class GraphText:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def similarity(self, queries: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(s_node N x B, s_rel R x B), each min-max normalized to [0, 1] per query."""
-        return self.nodes.normalized(queries), self.relations.normalized(queries)
+    def similarity(self, queries: list[str], node_out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(s_node N x B, s_rel R x B), each min-max normalized to [0, 1] per query;
+        ``node_out`` (float32, N x B) receives s_node."""
+        return self.nodes.normalized(queries, out=node_out), self.relations.normalized(queries)
