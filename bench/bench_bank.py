@@ -512,7 +512,7 @@ def scale_curve(args, work):
 
     rows = {}
     print(f"scale curve: {args.curve_queries} generated queries per scale, batch {args.batch}, "
-          f"certify slack {args.slack}")
+          f"certify slack {args.slack}, certified dense precision {args.certified_precision}")
     print(f"{'scale':>6}{'nodes':>10}{'half-edges':>13}{'exact ms/q':>12}{'certified ms/q':>16}"
           f"{'ppr exact':>11}{'ppr cert.':>11}{'Jaccard':>9}{'paths same':>12}")
     for scale in [float(v) for v in args.curve.split(",")]:
@@ -523,13 +523,14 @@ def scale_curve(args, work):
         queries = [q for q in training_queries(QueryGenerator(graph).generate(args.curve_queries, seed=args.seed + 1))
                    if len(q.topic_ids) == 1]
         config = BankConfig(batch=args.batch, tol=args.tol)
-        got = {}
+        got, runners = {}, {}
         for name, cfg in (("exact", config),
-                          ("certified", dataclasses.replace(config, ppr="certified", certify_slack=args.slack))):
-            runner, _, total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
+                          ("certified", dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
+                                                            dense_precision=args.certified_precision))):
+            runners[name], _, total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
             got[name] = (1000 * total / len(queries), 1000 * seconds["ppr"] / len(queries))
-        rhos_e = our_rhos(runner, queries[:32])
-        rhos_c = our_rhos(runner, queries[:32], ladder=config.ladder[:1], slack=args.slack)
+        rhos_e = our_rhos(runners["exact"], queries[:32])
+        rhos_c = our_rhos(runners["certified"], queries[:32], ladder=config.ladder[:1], slack=args.slack)
         jac = float(np.mean([jaccard_top(a, b, config.ladder[0]) for a, b in zip(rhos_c, rhos_e)]))
         same = path_agreement(work / "curve-exact", work / "curve-certified")
         rows[scale] = {"nodes": graph.num_nodes, "half_edges": int(graph.indices.shape[0]),
