@@ -28,6 +28,19 @@ def test_materialize_is_eq1():
         assert w[k] == pytest.approx(expected, rel=1e-12)
 
 
+def test_node_weights_written_into_a_buffer_are_computed_in_float64():
+    """query_weights(out=) gives b = (1 - beta) / 2 * s_node in float64 from float32
+    similarities (the BM25 scores are float32), bit for bit as without a buffer; NumPy would
+    otherwise multiply float32 by the Python scalar in float32."""
+    rng = np.random.default_rng(2)
+    s_node = rng.random((500, 3)).astype(np.float32)
+    s_rel = rng.random((4, 3)).astype(np.float32)
+    buffer = np.full((500, 3), np.nan)
+    weights = query_weights(s_node, s_rel, out=buffer)
+    assert weights.b is buffer
+    np.testing.assert_array_equal(buffer, s_node.astype(np.float64) * 0.35)
+
+
 def dense_ppr(graph, weights, column, seed, eta=0.85):
     """Materialize P and solve (I - (1 - eta) P) pi = eta s."""
     n = graph.num_nodes

@@ -39,7 +39,7 @@ def query_weights(s_node: np.ndarray, s_rel: np.ndarray, beta: float = BETA, eps
     if out is None:
         b = xp.asarray(s_node, dtype=xp.float64) * ((1.0 - beta) / 2.0)
     else:
-        b = xp.multiply(s_node, (1.0 - beta) / 2.0, out=out)
+        b = xp.multiply(s_node, (1.0 - beta) / 2.0, out=out, dtype=xp.float64)  # in float64, as above
     return QueryWeights(a, b)
 
 
