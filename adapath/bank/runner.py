@@ -29,6 +29,7 @@ from adapath.engine.paths import (
 from adapath.engine.ppr import DENSE_PRECISIONS, ETA, TOL, PPREngine
 from adapath.engine.weights import BETA, EPS, QueryWeights, query_weights
 from adapath.errors import InputError
+from adapath.kernels.ppr_numba import work_array
 from adapath.retrieval.bm25 import GraphText
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
@@ -149,15 +150,6 @@ class Solved:
     arrays: dict | None = None  # where rho and order live; the runner's again once finished
 
 
-def _reused(arrays: dict, name: str, shape: tuple, dtype=np.float64) -> np.ndarray:
-    """An array of ``shape`` on the pages of ``arrays[name]`` when they suffice."""
-    size = int(np.prod(shape))
-    flat = arrays.get(name)
-    if flat is None or flat.size < size or flat.dtype != dtype:
-        flat = arrays[name] = np.empty(size, dtype=dtype)
-    return flat[:size].reshape(shape)
-
-
 class BatchRunner:
     def __init__(self, graph: KnowledgeGraph, text: GraphText, config: BankConfig, threads: int = 1):
         """``threads`` run the per-pair corridor and path search (their kernels release the
@@ -187,11 +179,11 @@ class BatchRunner:
             arrays = self._spare_arrays.pop() if self._spare_arrays else {}
         # s_node and b go into this batch's arrays, whose pages later batches reuse
         shape = (self.graph.num_nodes, len(texts))
-        s_node, s_rel = self.text.similarity(texts, node_out=_reused(arrays, "s_node", shape, np.float32))
+        s_node, s_rel = self.text.similarity(texts, node_out=work_array(arrays, "s_node", shape, np.float32))
         seconds["text"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
-        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps, out=_reused(arrays, "b", shape))  # a column per text
+        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps, out=work_array(arrays, "b", shape))  # a column per text
         cols = np.array([column[p.text] for p in pairs])
         seconds["weights"] += time.perf_counter() - clock
 

@@ -37,8 +37,8 @@ FMAs, so every column gets the same bits in any batch. Dense terms (the third on
 (1-eta)^3 of the mass) run in float32, or read their rows from binary16 (``half``). Their
 share of pi is summed in float32 too, lane by lane (one float32 rounding per term on at most
 (1-eta)^3 of the mass: under 2e-9 in L1 over ten terms, and half the bytes each sweep
-writes), and joins the float64 pi of the push terms when its column stops. The result is column-major ``(S, N)``, so that each column the
-caller reads is contiguous.
+writes), and joins the float64 pi of the push terms when its column stops. The result is
+column-major ``(S, N)``, so that each column the caller reads is contiguous.
 """
 
 from __future__ import annotations

@@ -69,14 +69,7 @@ class TextIndex:
         """Scores min-max normalized per query over all documents; a flat column becomes 0.
         ``out`` (float32, documents x queries): normalized there, in place, so a caller
         scoring batch after batch reuses its pages."""
-        if out is None:
-            return minmax_columns(self.scores(queries))
-        scores = self.scores(queries, out=out)
-        lo = scores.min(axis=0, keepdims=True)
-        span = scores.max(axis=0, keepdims=True) - lo
-        scores -= lo  # a flat column is 0 from here on
-        np.divide(scores, span, out=scores, where=span > 0)
-        return scores
+        return minmax_columns(self.scores(queries, out=out), in_place=out is not None)
 
     # ---- persistence (npz + JSON, no pickles)
     def save(self, path: str | Path) -> None:
@@ -96,12 +89,14 @@ class TextIndex:
         return cls(matrix, meta["vocab"], meta["k1"], meta["b"])
 
 
-def minmax_columns(scores: np.ndarray) -> np.ndarray:
+def minmax_columns(scores: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """Each column as (x - min) / (max - min); a flat column becomes 0. ``in_place``:
+    written over ``scores``."""
     lo = scores.min(axis=0, keepdims=True)
     span = scores.max(axis=0, keepdims=True) - lo
-    out = np.zeros_like(scores)
-    np.divide(scores - lo, span, out=out, where=span > 0)
-    return out
+    shifted = np.subtract(scores, lo, out=scores if in_place else None)  # a flat column: 0 already
+    np.divide(shifted, span, out=shifted, where=span > 0)
+    return shifted
 
 
 def node_texts(graph) -> list[str]:
