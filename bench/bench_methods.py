@@ -156,7 +156,7 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
         import torch
 
         from adapath.methods.pathmind.train import (
-            Featurizer,
+            Features,
             TrainConfig,
             make_examples,
             save_checkpoint,
@@ -164,16 +164,16 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
         from adapath.methods.pathmind.train import train as train_pathmind
         from adapath.retrieval.dense import NodeEmbeddings, make_encoder
     except ImportError as exc:
-        needs["model"] = f"PathMind needs torch and torch-geometric ({exc.name} is missing)"
+        needs["model"] = f"PathMind needs torch ({exc.name} is missing)"
         return needs
     model_dir = work / "pathmind"
     if not (model_dir / "model.safetensors").exists():
         torch.manual_seed(0)
         encoder = make_encoder(args.encoder)
-        examples = make_examples(graph, train, encoder, budget=200)
-        config = TrainConfig(epochs=args.pathmind_epochs, budget=200, patience=args.pathmind_epochs,
-                             encoder=args.encoder)
-        model, history = train_pathmind(graph, examples, Featurizer(graph, NodeEmbeddings(graph, encoder)), config)
+        examples = make_examples(graph, train, encoder)
+        config = TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
+        features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+        model, history = train_pathmind(graph, examples, features, config)
         save_checkpoint(model, config, graph, model_dir, history)
     needs["model"] = model_dir
     return needs

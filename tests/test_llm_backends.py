@@ -70,7 +70,7 @@ def test_llm_options_are_checked_per_backend():
     assert check_backend("hf:/m", {"device": "cuda:1", "dtype": "bfloat16"})[2] == {"device": "cuda:1",
                                                                                       "dtype": "bfloat16"}
     assert check_backend("gguf:/m.gguf", {"n_ctx": "2048"})[2] == {"n_ctx": 2048}
-    with pytest.raises(InputError, match=r"--llm-option device: the vllm: backend takes none such \(it takes: distributed_executor_backend, dtype"):
+    with pytest.raises(InputError, match=r"--llm-option device: the vllm: backend takes none such \(it takes: adapter, distributed_executor_backend, dtype"):
         check_backend("vllm:/m", {"device": "cuda"})
     with pytest.raises(InputError, match="--llm-option max_model_len: the hf: backend"):
         check_backend("hf:/m", {"max_model_len": "10"})

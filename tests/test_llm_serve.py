@@ -128,7 +128,7 @@ def demo(tmp_path_factory):
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
     build_bank(graph, training_queries(train), root / "bank", BankConfig(), graph_dir=root / "kg")
     code = run_cli_quiet(["pathmind", "train", "--kg", root / "kg", "--queries", f"biostrat:{root / 'train.jsonl'}",
-                          "--out", root / "pathmind", "--epochs", "1", "--budget", "60", "--encoder", "hashing"])
+                          "--out", root / "pathmind", "--epochs", "1", "--encoder", "hashing"])
     assert code == 0
     return root, graph, test
 

@@ -7,7 +7,7 @@ AdaPath paper's, PNG plots, written atomically into one folder.
   by question hop count, recall and hit rate by depth;
 - ``table11.md``: meta-path R@1/3/5, MRR and traversability per level and hop;
 - ``table24.md``: control-signal accuracy; ``efficiency.md``: LLM calls, tokens and seconds per
-  query; ``answer_sources.md``: how answers were read; ``ablations.md`` with ``--ablation``;
+  query; ``answer_sources.md``: how answers were read; ``answer_sets.md``: answer-set Hits@1/3; ``ablations.md`` with ``--ablation``;
 - ``report.md``: the gold-set line and every table; ``hit_rate_by_depth.png``,
   ``recall_by_depth.png`` and ``ablations.png``.
 
@@ -154,7 +154,7 @@ def render(report: dict) -> dict[str, str]:
     docs = {"table2.md": tables.table2(methods), "table3.md": tables.table3(methods),
             "table4.md": tables.table4(methods, report["path_finding"]), "table11.md": tables.table11(methods),
             "table24.md": tables.table24(methods), "efficiency.md": tables.efficiency(methods),
-            "answer_sources.md": tables.answer_sources(methods)}
+            "answer_sources.md": tables.answer_sources(methods), "answer_sets.md": tables.answer_set_hits(methods)}
     if report.get("ablations"):
         docs["ablations.md"] = tables.ablation_table(report["ablations"])
     docs = {name: text for name, text in docs.items() if text}

@@ -17,6 +17,9 @@ as the issues restate them; the paper's text was not at hand):
 - **Meta-path R@k and MRR**: rank of the gold meta-path in the full ranked list of pooled
   meta-paths before filtering (``ranked_metapaths``), else in ``metapaths`` (the surviving
   list); each row records which (``metapath_list``).
+- **Answer-set Hits@K**: a valid answer (strict match) among the first K names of the
+  result's answer set (``answer_set``, best first; PathMind's reasoner answers with a set),
+  else of the one answer: a new metric beside the paper's, which the depth-wise hit rate is not.
 - **Traversability**: of the listed meta-paths other than the gold one, the share that a typed
   walk from the topic entity along the meta-path brings to the answer entity (needs the graph).
 """
@@ -103,6 +106,9 @@ def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, grap
                "has_paths": bool(result.paths), "has_explored": bool(result.explored)}
         names = [] if gold.correct_option is not None else gold_answer_names(gold, graph)
         row["em_strict"], row["em_lenient"] = answer_marks(result.answer, item, names)
+        if gold.correct_option is None:
+            row["set_hits"] = answer_set_hits(result, names)
+            row["set_size"] = len(result.extra.get("answer_set") or [result.answer])
         if gold.path_node_ids and gold.hops and len(gold.path_node_ids) > gold.hops:
             path = list(gold.path_node_ids[: gold.hops + 1])
             row["hits"] = hit_rate({int(d): v for d, v in result.explored.items()}, path)
@@ -126,6 +132,18 @@ def record_scores(results: list[Result], items: dict[str, Item] | QuerySet, grap
         if progress is not None:
             progress.advance()
     return rows
+
+
+SET_HITS_AT = (1, 3, 5)
+
+
+def answer_set_hits(result: Result, names: list[str]) -> dict[str, bool]:
+    """{"K": whether a valid answer is among the first K of the result's answer set}."""
+    answers = result.extra.get("answer_set")
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        answers = [result.answer] if result.answer else []
+    first = next((i for i, a in enumerate(answers) if em_strict(a, names)), None)
+    return {str(k): first is not None and first < k for k in SET_HITS_AT}
 
 
 def listed_metapaths(result: Result) -> tuple[str, list[str]]:

@@ -89,6 +89,8 @@ def summarize(rows: list[dict], resamples: int = 1000, seed: int = 42) -> dict:
             metrics["groups"][heading] = em_cell(sub, resamples, seed)
     for name in ("hits", "recall"):
         _depth_metrics(metrics, rows, levels, name, {"hits": "hit_rate", "recall": "recall"}[name])
+    _set_hits(metrics, leveled, levels, hops)
+    metrics["has_answer_sets"] = any(r.get("set_size", 0) > 1 for r in rows)
     metrics["control_accuracy"] = {}
     for level in ordered_levels(rows):
         sub = [r for r in rows if r["level"] == level and "control_type" in r]
@@ -110,6 +112,25 @@ def summarize(rows: list[dict], resamples: int = 1000, seed: int = 42) -> dict:
     metrics["has_paths"] = any(r["has_paths"] for r in rows)
     metrics["has_explored"] = any(r["has_explored"] for r in rows)
     return metrics
+
+
+def _set_hits(metrics: dict, rows: list[dict], levels: list[str], hops: list[int]) -> None:
+    """Answer-set Hits@K (%) by level x hop, by level and overall, with n."""
+    scored = [r for r in rows if "set_hits" in r]
+
+    def block(sub: list[dict]) -> dict:
+        return {"n": len(sub), **{k: pct(r["set_hits"][k] for r in sub) for k in sub[0]["set_hits"]}}
+
+    out: dict = {"overall": block(scored)} if scored else {}
+    for level in levels:
+        mine = [r for r in scored if r["level"] == level]
+        if mine:
+            out[level] = {"all": block(mine)}
+            for hop in hops:
+                sub = [r for r in mine if r["hops"] == hop]
+                if sub:
+                    out[level][str(hop)] = block(sub)
+    metrics["set_hits"] = out
 
 
 def _depth_metrics(metrics: dict, rows: list[dict], levels: list[str], field: str, name: str) -> None:

@@ -319,3 +319,23 @@ def compare_table(name_a: str, name_b: str, rows: list[dict], lenient: bool) -> 
                       f"{d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"]
         out.append(cells)
     return "\n".join(_grid(header, out)) + "\n"
+
+
+def answer_set_hits(metrics: dict) -> str:
+    """Answer-set Hits@1 and Hits@3 (strict) per method x level x hop, for the methods whose
+    results carry answer sets (a new metric: the paper's depth-wise hit rate is Table 4's)."""
+    methods = {n: m for n, m in _methods(metrics).items() if m.get("has_answer_sets") and m.get("set_hits")}
+    if not methods:
+        return ""
+    rows = []
+    for name, m in methods.items():
+        for level in _levels(methods, "set_hits"):
+            if level == "overall" or level not in m["set_hits"]:
+                continue
+            for hop, cell in m["set_hits"][level].items():
+                rows.append([name, level, hop, str(cell["n"]), value_text(cell["1"]), value_text(cell["3"])])
+        overall = m["set_hits"]["overall"]
+        rows.append([name, "all", "all", str(overall["n"]), value_text(overall["1"]), value_text(overall["3"])])
+    return "\n".join(["Answer-set Hits@K (strict), %: a valid answer among the first K names of the answer set, "
+                      "best first (an answer set of one reads as its answer)", "",
+                      *_grid(["Method", "Level", "Hop", "n", "Hits@1", "Hits@3"], rows)]) + "\n"

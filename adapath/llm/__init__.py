@@ -37,8 +37,8 @@ SAMPLING: dict[str, type] = {"temperature": float, "top_p": float, "max_tokens":
 LOADING: dict[str, dict[str, type]] = {
     "vllm": {"max_model_len": int, "gpu_memory_utilization": float, "tensor_parallel_size": int,
              "pipeline_parallel_size": int, "distributed_executor_backend": str,
-             "enable_prefix_caching": bool, "dtype": str},
-    "hf": {"device": str, "dtype": str},
+             "enable_prefix_caching": bool, "dtype": str, "adapter": str},
+    "hf": {"device": str, "dtype": str, "adapter": str},
     "gguf": {"n_ctx": int, "n_threads": int, "n_gpu_layers": int},
     "openai": {"timeout": float, "retries": int, "concurrency": int, "api_key": str},
 }

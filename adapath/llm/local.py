@@ -29,6 +29,17 @@ def _looks_like_path(text: str) -> bool:
     return text.startswith(("/", "./", "../", "~")) or text.endswith(".gguf")
 
 
+def adapter_rank(adapter: str, spec: str) -> int:
+    """The LoRA rank of an adapter directory (peft's ``adapter_config.json``); a directory
+    without one is a one-line error."""
+    import json
+
+    config = Path(adapter).expanduser() / "adapter_config.json"
+    if not config.is_file():
+        raise InputError(f"{spec}: --llm-option adapter={adapter}: no LoRA adapter there (adapter_config.json)")
+    return int(json.loads(config.read_text()).get("r", 8))
+
+
 class VLLMBackend:
     """vLLM offline engine: one ``chat`` call per batch (one sampling setting per prompt);
     prefix caching; tensor and pipeline parallel across GPUs, and across nodes with
@@ -38,19 +49,31 @@ class VLLMBackend:
     def __init__(self, model: str, tensor_parallel_size: int = 1, enable_prefix_caching: bool = True,
                  max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
                  dtype: str = "auto", pipeline_parallel_size: int = 1,
-                 distributed_executor_backend: str | None = None):
+                 distributed_executor_backend: str | None = None, adapter: str | None = None):
+        """``adapter``: a LoRA adapter directory (peft's format), applied to every request."""
         if _looks_like_path(model) and not Path(model).expanduser().exists():
             raise InputError(f"vllm:{model}: no model there")
+        lora = {}
+        if adapter:
+            rank = adapter_rank(adapter, f"vllm:{model}")
+            # vLLM preallocates LoRA slots of a fixed rank: the next size it supports
+            lora = {"enable_lora": True, "max_lora_rank": next(r for r in (8, 16, 32, 64, 128, 256, 320, 512)
+                                                              if r >= rank)}
         try:
             from vllm import LLM
         except ImportError:
             raise _missing("vllm", "llm") from None
         self.name = f"vllm:{model}"
+        self.lora_request = None
+        if adapter:
+            from vllm.lora.request import LoRARequest
+
+            self.lora_request = LoRARequest("adapter", 1, str(Path(adapter).expanduser()))
         self.llm = LLM(model=str(Path(model).expanduser()) if _looks_like_path(model) else model,
                        tensor_parallel_size=tensor_parallel_size, enable_prefix_caching=enable_prefix_caching,
                        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
                        pipeline_parallel_size=pipeline_parallel_size,
-                       distributed_executor_backend=distributed_executor_backend)
+                       distributed_executor_backend=distributed_executor_backend, **lora)
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:
         from vllm import SamplingParams
@@ -58,7 +81,8 @@ class VLLMBackend:
         sampling = [SamplingParams(max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p,
                                    seed=p.seed, stop=list(p.stop) or None, n=max(1, p.n))
                     for p in per_prompt(params, len(prompts))]
-        outputs = self.llm.chat([[{"role": "user", "content": p}] for p in prompts], sampling, use_tqdm=False)
+        outputs = self.llm.chat([[{"role": "user", "content": p}] for p in prompts], sampling, use_tqdm=False,
+                                lora_request=self.lora_request)
         # n samples of one prompt are one request: the prompt counted once, completions summed
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids), sum(len(c.token_ids) for c in o.outputs),
                            samples=tuple(c.text for c in o.outputs) if len(o.outputs) > 1 else ())
@@ -92,7 +116,8 @@ class HFBackend:
     (a self-consistency batch's seeds) each get their own, so a sample depends on its seed.
     """
 
-    def __init__(self, path: str, device: str = "cpu", dtype: str = "auto"):
+    def __init__(self, path: str, device: str = "cpu", dtype: str = "auto", adapter: str | None = None):
+        """``adapter``: a LoRA adapter directory (peft's format), merged into the weights on load."""
         target = Path(path).expanduser()
         if path.endswith(".gguf"):
             if not target.is_file():
@@ -104,6 +129,8 @@ class HFBackend:
             directory, kwargs = str(target), {}
         if dtype not in _DTYPES:
             raise InputError(f"--llm-option dtype={dtype!r}: choose {', '.join(_DTYPES)}")
+        if adapter:
+            adapter_rank(adapter, f"hf:{path}")
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -124,8 +151,16 @@ class HFBackend:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, torch_dtype=torch_dtype,
-                                                          **kwargs).to(device).eval()
+        model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, torch_dtype=torch_dtype,
+                                                     **kwargs)
+        if adapter:
+            try:
+                from peft import PeftModel
+            except ImportError:
+                raise _missing("peft (to load a LoRA adapter)", "train") from None
+            model = PeftModel.from_pretrained(model, str(Path(adapter).expanduser())).merge_and_unload()
+            self.name += f"+{adapter}"
+        self.model = model.to(device).eval()
         self.torch, self.device = torch, device
 
     def generate(self, prompts: list[str], params: ParamsArg) -> list[Generation]:

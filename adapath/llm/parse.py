@@ -28,6 +28,16 @@ def parse_answer(text: str) -> str:
     return ""
 
 
+def parse_answer_set(text: str) -> list[str]:
+    """Every ``{...}`` in the reply, in order, yes/no braces and repeats skipped: an answer set."""
+    out: list[str] = []
+    for match in _BRACES.finditer(text or ""):
+        content = match.group(1).strip().strip("\"'").strip()
+        if content and content.lower() not in _YES_NO and content not in out:
+            out.append(content)
+    return out
+
+
 def parse_choice(text: str, count: int) -> list[int]:
     """0-based candidate indices named in the reply (braces first, else bare numbers)."""
     match = _BRACES.search(text or "")

@@ -57,6 +57,25 @@ def answer_format(options: tuple[str, ...] = ()) -> list[str]:
     return ["Give the single best answer entity's name wrapped in braces, for example {aspirin}."]
 
 
+def answer_set(question: str, paths: list[list[tuple[str, str, str]]], options: tuple[str, ...] = ()) -> str:
+    """PathMind's single reasoning call: the question and its prioritized paths, each path a
+    chain from the topic; the reply is an answer set, best first (an option letter for
+    multiple choice)."""
+    lines = ["Answer the biomedical question using the prioritized knowledge-graph paths below.",
+             f"Question: {question}", "Paths:"]
+    for i, path in enumerate(paths, start=1):
+        chain = path[0][0] + "".join(f" -[{relation}]-> {tail}" for _, relation, tail in path)
+        lines.append(f"{i}. {chain}")
+    if not paths:
+        lines.append("(none found)")
+    if options:
+        lines += answer_format(options)
+    else:
+        lines.append("Give every answer entity's name, each wrapped in braces, best first, for example "
+                     "{aspirin} {ibuprofen}.")
+    return "\n".join(lines)
+
+
 def plan(question: str, topic_type: str, relations: list[str], types: list[str], max_hop: int) -> str:
     return (
         "You plan relation paths through a biomedical knowledge graph.\n"

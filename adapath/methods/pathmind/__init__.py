@@ -1,5 +1,6 @@
-"""PathMind (Retrieve-Prioritize-Reason): bounded query subgraphs, a learned A*-like path
-priority, single-call reasoning, and SFT + path-level DPO training of the reasoner.
+"""PathMind (Retrieve-Prioritize-Reason): the topics' k-hop query subgraph, a learned A*-like
+path priority, top-K entity selection over T rounds, single-call reasoning, and SFT +
+path-level DPO training of the reasoner.
 
 torch is needed here (``pip install -e ".[train]"``); importing ``adapath`` alone never
 imports it.
@@ -7,37 +8,80 @@ imports it.
 
 from adapath.methods.base import MethodContext, MethodSpec, Param
 
+PAPER = "PathMind (Retrieve-Prioritize-Reason), Liu et al., AAAI 2026, arXiv 2511.14256"
 
-def _build(context: MethodContext):
+
+def _build(context: MethodContext, name: str = "pathmind"):
     from adapath.errors import InputError
     from adapath.methods.pathmind.infer import MODES, PathMind
+    from adapath.methods.pathmind.select import RULES
     from adapath.methods.pathmind.train import load_checkpoint
     from adapath.retrieval.dense import make_encoder
 
-    mode = context.params.get("prioritize", "model")
-    if mode not in MODES:
-        raise InputError(f"--prioritize {mode!r}: choose {', '.join(MODES)}")
-    net, train_config = load_checkpoint(context.model)
-    subgraph = context.params.get("subgraph", "") or train_config.subgraph
-    if subgraph == "metapath" and context.bank is None:
-        raise InputError("subgraph=metapath needs a Path-Bank (--bank); or pass --param subgraph=question")
-    train_config.subgraph = subgraph
-    return PathMind(context.graph, net, train_config, make_encoder(train_config.encoder), context.llm,
-                    graph_dir=context.graph_dir, mode=mode, k=context.params.get("k", 3), bank=context.bank)
+    params = context.params
+    if params["prioritize"] not in MODES:
+        raise InputError(f"--param prioritize={params['prioritize']!r}: choose {', '.join(MODES)}")
+    if params["select"] not in RULES:
+        raise InputError(f"--param select={params['select']!r}: choose {', '.join(RULES)}")
+    for key in ("k", "rounds"):
+        if params[key] < 1:
+            raise InputError(f"--param {key}={params[key]}: must be at least 1")
+    net, config = load_checkpoint(context.model)
+    encoder = make_encoder(config.encoder)
+    vote = None
+    if name == "pathmind+walk":
+        from adapath.methods.pathmind.guide import MetaPathGuide
+
+        vote = MetaPathGuide(context.graph, context.bank, encoder, context.graph_dir)
+    return PathMind(context.graph, net, config, encoder, context.llm, graph_dir=context.graph_dir,
+                    k=params["k"], rounds=params["rounds"], mode=params["prioritize"], rule=params["select"],
+                    vote=vote, gain=params.get("gain", 0.0), name=name)
 
 
-METHODS = [MethodSpec(
-    "pathmind", "a learned A*-like path priority picks top-K entities; one LLM call reasons over their paths",
-    "PathMind (Retrieve-Prioritize-Reason)", _build, llm="optional", needs=("model",),
-    params=(Param("prioritize", "model", "model, or the ablations shortest and random"),
-            Param("k", 3, "entities selected"),
-            Param("subgraph", "", "how the query subgraph's node budget is cut: ppr (uniform PPR), question "
-                  "(PPR under the question's Eq. 1 weights, whole paths from the topic) or metapath (the "
-                  "Path-Bank's typed walks first, needs --bank); empty: as the model was trained")),
-    deviations=(
-        "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: "
-        "nearest entities, unit-cost shortest paths) and prioritize=random (seeded random entities)",
-        "without an LLM the answer is extractive: the best prioritized entity",
-        "a reasoning prompt longer than 2,048 estimated tokens drops whole paths from its end until it fits",
-    ),
-)]
+_PARAMS = (
+    Param("prioritize", "model", "model, or the ablations shortest and random"),
+    Param("k", 3, "K: entities selected per round, and the answer set's size"),
+    Param("rounds", 3, "T: selection rounds (the paper: 2 on WebQSP, 4 on CWQ; BioStrat-QA's questions "
+          "have at most 3 hops)"),
+    Param("select", "lookahead", "how a round orders its frontier: lookahead (the best priority within reach "
+          "through an entity in the rounds left) or greedy (the entity's own priority)"),
+)
+
+_DEVIATIONS = (
+    "the triple representation (h_u W_r h_v)^T q is read as a vector: W_r diagonal and conditioned on the "
+    "question (one vector per relation and direction), h each entity's gate from its type, its text and the "
+    "question; the scalar reading is a training option (pathmind train --reading scalar)",
+    "the cumulative cost d(q, e) sums over walks (paths that may revisit an entity), as NBFNet's and A*Net's "
+    "generalized Bellman-Ford does, and enters the priority as LayerNorm(log(1 + d))",
+    "the query subgraph is the whole union of every topic's 3-hop ball (no bound): the message passing runs "
+    "over the whole graph's CSR, several questions side by side",
+    "a selection round ranks its frontier by the best priority within reach through an entity in the rounds "
+    "left (select=lookahead); the paper does not say how intermediate entities are ordered (select=greedy: "
+    "by their own priority)",
+    "the priority is trained with a class-balanced binary cross-entropy (answers positive, weighted by "
+    "negatives / positives per question) over every entity of the subgraph",
+    "question and entity text are embedded by the project's --encoder at training (MiniLM by default); the "
+    "paper's encoder is not stated",
+    "the reasoner is whatever --llm names (the paper: Llama-3.1-8B after SFT and DPO); a trained LoRA adapter "
+    "loads with --llm-option adapter=DIR",
+    "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: nearest "
+    "entities, ties by degree) and prioritize=random (seeded random priorities)",
+    "a reasoning prompt longer than 2,048 estimated tokens drops whole paths from its end until it fits",
+    "a reply without braces is read by the shared reader's fall-backs (a mentioned candidate, a stated "
+    "answer, else the best prioritized entity), which no official code has",
+)
+
+METHODS = [
+    MethodSpec(
+        "pathmind", "a learned A*-like path priority over the topics' 3-hop subgraph picks top-K entities over "
+        "T rounds; one LLM call reasons over their paths", PAPER, _build, llm="optional", needs=("model",),
+        params=_PARAMS, repository="liuyudiy/PathMind", deviations=_DEVIATIONS),
+    MethodSpec(
+        "pathmind+walk", "beyond both papers: PathMind's learned priority plus AdaPath's walk-scorer vote "
+        "(gain / rank for the walk scorer's candidates, from the Path-Bank)", PAPER + " + AdaPath's walk scorer",
+        lambda context: _build(context, "pathmind+walk"), llm="optional", needs=("model", "bank"),
+        params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight on the priority logit")),
+        repository="liuyudiy/PathMind",
+        deviations=("a blend of two methods: the priority reads AdaPath's walk scorer (its candidates from the "
+                    "Path-Bank), which PathMind never does", *_DEVIATIONS)),
+]

@@ -1,162 +1,204 @@
-"""PathMind inference: prioritize entities in the query subgraph, extract reasoning paths,
-reason with one LLM call (or extractively: the best prioritized entity).
+"""PathMind inference: retrieve the query subgraph, prioritize its entities, select the top
+K over T rounds, reason over their paths with one LLM call (or extractively).
 
-Selection: at each round t = 1..T the top K entities (by priority) among those t hops from
-the topic in the subgraph are explored; the final K entities are the best of all rounds.
-Paths: cheapest paths from the topic under the learned edge costs (Dijkstra), the cheapest
-relation between each pair. Ablations: ``shortest`` (no learned priority: nearest entities,
-ties by degree, unit-cost shortest paths) and ``random`` (seeded random entities).
+- **Retrieve**: the union of every topic's ``hops``-hop ball, whole.
+- **Prioritize**: the learned priority of every entity in it (``mode="model"``), or an
+  ablation: ``shortest`` (no learned priority: nearest entities first, ties by degree, the
+  first relation of each step) or ``random`` (seeded random priorities).
+- **Select**: :func:`adapath.methods.pathmind.select.select_entities`; a step's relation is the
+  one whose triple representation carries most of the cumulative cost into the entity.
+- **Reason**: one call with the K selected entities' paths; the reply's answer set (every
+  name in braces, best first). Without an LLM the answer set is the K selected entities in
+  priority order. The answer is the set's first item.
+
+The ``pathmind+walk`` variant adds AdaPath's walk scorer's vote (``gain / rank`` for its
+ranked candidates, from the Path-Bank) to the learned priority: a blend of both papers'
+methods, not either one.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import dijkstra
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
-from adapath.llm.parse import read_answer, read_option
-from adapath.methods.base import Result
-from adapath.methods.pathmind.train import (
-    Example,
-    Featurizer,
-    TrainConfig,
-    make_builder,
-    make_guide,
-)
+from adapath.llm.parse import parse_answer_set, read_reply
+from adapath.methods.base import Query, Result
+from adapath.methods.pathmind.config import TrainConfig
+from adapath.methods.pathmind.propagate import Places
+from adapath.methods.pathmind.select import Selection, select_entities
+from adapath.methods.pathmind.train import Example, Features
 from adapath.retrieval.dense import NodeEmbeddings
 
 MODES = ("model", "shortest", "random")
 
 
+@dataclass
+class Prioritized:
+    """One question's priorities: per node (``-inf`` outside the query subgraph), the
+    subgraph's mask and each node's hop depth from the nearest topic (-1 outside)."""
+
+    priority: np.ndarray
+    inside: np.ndarray
+    depth: np.ndarray
+    places: Places | None = None  # model mode: the nodes the network scored; per place:
+    carried: np.ndarray | None = None  # h * d, what a step carries on
+    gates: np.ndarray | None = None  # h, the triple representation's node factor
+    relations: np.ndarray | None = None  # codes x hidden: W_r(q)
+
+
 class PathMind:
-    name = "pathmind"
-
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
-                 k: int = 3, mode: str = "model", seed: int = 0, max_prompt_tokens: int = 2048, bank=None):
-        """The query subgraph is cut as ``config.subgraph`` says (the ``metapath`` cut needs ``bank``)."""
+                 k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
+                 max_prompt_tokens: int = 2048, vote=None, gain: float = 8.0, name: str = "pathmind",
+                 batch: int = 8):
+        """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
-        self.k, self.mode, self.seed, self.max_prompt_tokens = k, mode, seed, max_prompt_tokens
-        self.builder = make_builder(graph, config.hops, config.budget, config.subgraph, graph_dir)
-        self.guide = make_guide(graph, config.subgraph, bank, encoder, graph_dir)
+        self.k, self.rounds, self.mode, self.rule, self.seed = k, rounds or config.hops, mode, rule, seed
+        self.max_prompt_tokens, self.vote, self.gain, self.name, self.batch = max_prompt_tokens, vote, gain, name, batch
         self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
-        self.featurize = Featurizer(graph, self.nodes)
+        self._features: Features | None = None
 
-    def examples(self, queries) -> list[Example]:
-        topics = [self.graph.index_of(q.topic_ids).tolist() for q in queries]
+    @property
+    def features(self) -> Features:
+        if self._features is None:
+            self._features = Features(self.graph, self.nodes, self.config.hops)
+        return self._features
+
+    def examples(self, queries: list[Query]) -> list[Example]:
         vectors = self.encoder.encode([q.text for q in queries])
-        guides = self.guide.guides(queries) if self.guide is not None else None
-        subgraphs = self.builder.build_many(topics, [q.text for q in queries], guides)
-        return [Example(q.id, q.text, t, [], s, v) for q, t, s, v in zip(queries, topics, subgraphs, vectors)]
+        return [Example(q.id, q.text, self.graph.index_of(q.topic_ids).tolist(), [], np.asarray(v, np.float32))
+                for q, v in zip(queries, vectors)]
 
-    def prioritize(self, example: Example) -> tuple[np.ndarray, np.ndarray]:
-        """(priority per local node, cost per local half-edge)."""
-        return self.prioritize_many([example])[0]
+    # ------------------------------------------------------------------ prioritize
+    def prioritize(self, examples: list[Example], queries: list[Query] | None = None) -> list[Prioritized]:
+        out = []
+        for lo in range(0, len(examples), self.batch):
+            out += self._prioritize(examples[lo:lo + self.batch])
+        if self.vote is not None:
+            for p, guide in zip(out, self.vote.guides(queries)):
+                for rank, (v, _) in enumerate(guide.candidates if guide is not None else []):
+                    if p.inside[int(v)]:
+                        p.priority[int(v)] += self.gain / (rank + 1)
+        return out
 
-    def prioritize_many(self, examples: list[Example], batch: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`prioritize` of each example; the model scores ``batch`` subgraphs per forward pass."""
+    def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
+        features = self.features
+        masks = [features.subgraph(e.topics) for e in chunk]
+        depths = [depth_of(m) for m in masks]
         if self.mode != "model":
-            return [self._unlearned(ex) for ex in examples]
-        out = []
+            return [self._unlearned(e, m[-1], d) for e, m, d in zip(chunk, masks, depths)]
         with torch.no_grad():
-            for lo in range(0, len(examples), batch):
-                chunk = examples[lo:lo + batch]
-                inputs = self.featurize.batch(chunk)
-                logits, cost, _ = self.model(*inputs.inputs)
-                out += [(logits[inputs.nodes_of(i)].numpy(), cost[inputs.edges_of(i)].numpy()) for i in range(len(chunk))]
-        return out
-
-    def _unlearned(self, example: Example) -> tuple[np.ndarray, np.ndarray]:
-        sub = example.subgraph
-        unit = np.ones(len(sub.src))
-        if self.mode == "shortest":
-            degree = self.graph.degree()[sub.nodes].astype(float)
-            return -sub.depth.astype(float) + degree / (degree.max() + 1) * 0.5, unit
-        rng = np.random.default_rng(self.seed + int.from_bytes(example.id.encode()[-4:].rjust(4, b"\0"), "little"))
-        return rng.random(len(sub.nodes)), unit
-
-    def select(self, example: Example, priority: np.ndarray) -> tuple[list[int], dict[int, list[int]]]:
-        sub = example.subgraph
-        explored, pool = {}, []
-        for t in range(1, self.config.hops + 1):
-            at = np.flatnonzero(sub.depth == t)
-            top = at[np.lexsort((at, -priority[at]))][: self.k]
-            explored[t] = top.tolist()
-            pool += top.tolist()
-        pool = sorted(set(pool), key=lambda v: (-priority[v], v))
-        return pool[: self.k], explored
-
-    def paths(self, example: Example, targets: list[int], cost: np.ndarray) -> list[list[tuple[int, int, int]]]:
-        sub = example.subgraph
-        n = len(sub.nodes)
-        src, dst = sub.src.astype(np.int64), sub.dst.astype(np.int64)
-        key = src * n + dst
-        order = np.lexsort((cost, key))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = key[order][1:] != key[order][:-1]
-        chosen = order[first]
-        matrix = sp.csr_matrix((cost[chosen] + 1e-9, (src[chosen], dst[chosen])), shape=(n, n))
-        relation = dict(zip(key[chosen].tolist(), sub.rel[chosen].tolist()))
-        source = int(sub.topics[0])
-        _, predecessors = dijkstra(matrix, indices=source, return_predecessors=True)
+            inputs = features.batch(chunk)
+            output = self.model(inputs)
+        nodes, n = inputs.places.nodes, self.graph.num_nodes
         out = []
-        for target in targets:
-            walk = [target]
-            while walk[-1] != source and predecessors[walk[-1]] >= 0:
-                walk.append(int(predecessors[walk[-1]]))
-            if walk[-1] != source:
-                continue
-            walk.reverse()
-            out.append([(a, relation[a * n + b], b) for a, b in zip(walk[:-1], walk[1:])])
+        for j, (mask, depth) in enumerate(zip(masks, depths)):
+            inside = mask[-1]
+            priority = np.full(n, -np.inf)
+            priority[nodes] = output.logits[:, j].numpy()
+            priority[~inside] = -np.inf
+            out.append(Prioritized(priority, inside, depth, inputs.places, (output.gates[:, j] * output.d[:, j]).numpy(),
+                                   output.gates[:, j].numpy(), output.relations[:, j].numpy()))
         return out
 
-    def answer(self, queries) -> list[Result]:
+    def _unlearned(self, example: Example, inside: np.ndarray, depth: np.ndarray) -> Prioritized:
+        if self.mode == "shortest":
+            degree = self.graph.degree().astype(float)
+            score = -depth.astype(float) + degree / (degree.max() + 1) * 0.5
+        else:
+            rng = np.random.default_rng(self.seed + int.from_bytes(example.id.encode()[-4:].rjust(4, b"\0"), "little"))
+            score = rng.random(len(inside))
+        return Prioritized(np.where(inside, score, -np.inf), inside, depth)
+
+    # ------------------------------------------------------------------ select and read
+    def select(self, example: Example, prioritized: Prioritized) -> Selection:
         g = self.graph
-        results, prompt_list, candidates, usages = [], [], [], [Usage() for _ in queries]
+        return select_entities(g.indptr, g.indices, prioritized.priority, prioritized.inside, example.topics, self.k,
+                               self.rounds, self.rule)
+
+    def step_relation(self, head: int, tail: int, prioritized: Prioritized) -> int:
+        """The relation of the step head -> tail: among the edges between them, the one whose
+        triple representation carries most into ``tail`` (the first relation without a model)."""
+        g = self.graph
+        row = slice(int(g.indptr[tail]), int(g.indptr[tail + 1]))
+        between = np.flatnonzero(np.asarray(g.indices[row]) == head) + row.start
+        if prioritized.relations is None or len(between) == 1:
+            return int(g.rel[between[0]])
+        codes = 2 * g.rel[between].astype(np.int64) + (1 - g.fwd[between].astype(np.int64))
+        at = prioritized.places.local_of[[head, tail]]
+        width = prioritized.relations.shape[1]
+        carried = np.broadcast_to(prioritized.carried[at[0]], (width,))
+        weight = (prioritized.relations[codes] * carried * prioritized.gates[at[1]]).sum(1)
+        return int(g.rel[between[int(np.argmax(weight))]])
+
+    def paths(self, selection: Selection, nodes: list[int], prioritized: Prioritized) -> list[list[tuple[int, int, int]]]:
+        out = []
+        for node in nodes:
+            walk = selection.path(node)
+            out.append([(a, self.step_relation(a, b, prioritized), b) for a, b in zip(walk[:-1], walk[1:])])
+        return out
+
+    def answer(self, queries: list[Query]) -> list[Result]:
+        g = self.graph
         examples = self.examples(queries)
-        for q, ex, (priority, cost) in zip(queries, examples, self.prioritize_many(examples)):
-            chosen, explored = self.select(ex, priority)
-            local_paths = self.paths(ex, chosen, cost)
-            nodes = ex.subgraph.nodes
-            paths = [[[int(g.node_id[nodes[a]]), g.relation_names[r], int(g.node_id[nodes[b]])] for a, r, b in p]
-                     for p in local_paths]
-            best = g.name(nodes[chosen[0]]) if chosen else ""
+        results, prompt_list, usages = [], [], [Usage() for _ in queries]
+        for q, ex, prioritized in zip(queries, examples, self.prioritize(examples, queries)):
+            selection = self.select(ex, prioritized)
+            local_paths = self.paths(selection, selection.final, prioritized)
+            names = [g.name(v) for v in selection.final]
+            paths = [[[int(g.node_id[a]), g.relation_names[r], int(g.node_id[b])] for a, r, b in p] for p in local_paths]
             results.append(Result(
-                q.id, q.level, best, method=self.name, answer_source="extractive" if best else "none",
-                paths=paths, explored={str(t): [int(g.node_id[nodes[v]]) for v in vs] for t, vs in explored.items()},
+                q.id, q.level, names[0] if names else "", method=self.name,
+                answer_source="extractive" if names else "none", paths=paths,
+                explored={str(t): [int(g.node_id[v]) for v in vs] for t, vs in enumerate(selection.rounds, start=1)},
                 fallback="" if self.mode == "model" else self.mode,
-                extra={"prioritized": [int(g.node_id[nodes[v]]) for v in chosen]}))
+                extra={"answer_set": names, "prioritized": [int(g.node_id[v]) for v in selection.final]}))
             if self.llm is not None:
-                prompt_list.append(self._prompt(q.text, [[(g.name(nodes[a]), g.relation_names[r], g.name(nodes[b]))
-                                                          for a, r, b in p] for p in local_paths], q.options))
-                candidates.append([g.name(nodes[v]) for v in chosen])
+                named = [[(g.name(a), g.relation_names[r], g.name(b)) for a, r, b in p] for p in local_paths]
+                prompt_list.append(self.prompt(q.text, named, q.options))
         if self.llm is not None:
-            clock = time.perf_counter()
-            generations = self.llm.generate(prompt_list, GenerationParams(max_tokens=64))
-            seconds = time.perf_counter() - clock
-            for q, result, usage, generation, names in zip(queries, results, usages, generations, candidates):
-                usage.add([generation], seconds, 1.0 / len(generations))
-                result.raw = generation.text
-                if q.options:
-                    result.answer, result.answer_source = read_option(generation.text, list(q.options))
-                else:
-                    result.answer, result.answer_source = read_answer(generation.text, names, result.answer)
+            self._reason(queries, results, prompt_list, usages)
         self.nodes.flush()
         for result, usage in zip(results, usages):
             result.usage = usage.as_dict()
         return results
 
-    def _prompt(self, question: str, named_paths: list[list[tuple[str, str, str]]], options=()) -> str:
+    def _reason(self, queries, results, prompt_list, usages) -> None:
+        clock = time.perf_counter()
+        generations = self.llm.generate(prompt_list, GenerationParams(max_tokens=64))
+        seconds = time.perf_counter() - clock
+        for q, result, usage, generation in zip(queries, results, usages, generations):
+            usage.add([generation], seconds, 1.0 / len(generations))
+            result.raw = generation.text
+            extractive = result.extra["answer_set"]
+            answers = [] if q.options else parse_answer_set(generation.text)
+            if answers:
+                result.answer, result.answer_source = answers[0], "braces"
+            else:
+                result.answer, result.answer_source = read_reply(generation.text, q.options, extractive,
+                                                                 extractive[0] if extractive else "")
+                answers = [result.answer] if result.answer else []
+            result.extra["answer_set"] = answers
+
+    def prompt(self, question: str, named_paths: list[list[tuple[str, str, str]]], options=()) -> str:
         """The single reasoning prompt, cut to ``max_prompt_tokens`` by dropping whole paths."""
         keep = list(named_paths)
         while True:
-            triplets = [t for p in keep for t in p]
-            prompt = prompts.answer(question, triplets, tuple(options))
-            if count_tokens(prompt) <= self.max_prompt_tokens or not keep:
-                return prompt
+            text = prompts.answer_set(question, keep, tuple(options))
+            if count_tokens(text) <= self.max_prompt_tokens or not keep:
+                return text
             keep.pop()
+
+
+def depth_of(masks: list[np.ndarray]) -> np.ndarray:
+    """Hop depth per node from the reach masks of 0..hops steps (-1 beyond)."""
+    depth = np.full(len(masks[0]), -1, dtype=np.int64)
+    for t in range(len(masks) - 1, -1, -1):
+        depth[masks[t]] = t
+    return depth

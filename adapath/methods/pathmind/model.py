@@ -1,141 +1,155 @@
-"""PathMind's path-priority network (A*-like), in the spirit of A*Net / NBFNet.
+"""PathMind's path-priority network (the A*-like priority of arXiv 2511.14256, built on
+NBFNet's and A*Net's path representations).
 
-- Node states start from a learned type embedding plus a projection of the node's text
-  embedding; the topic also receives the query vector q. ``layers`` rounds of
-  query-conditioned relational message passing (DistMult-style: h_u * r_q, with r_q a
-  relation vector computed from q) give node representations h.
-- Triple weight: ``w_q(u, r, v) = q' . (h_u * (W_r h_v))`` with q' the projected query and W_r
-  a relation-specific matrix: the paper's (h_{e_{i-1}} W_{r_i} h_{e_i})^T q read as the
-  bilinear form projected on q.
-- Cumulative cost: edge costs ``c = softplus(-w)``; ``d(q, e)`` is a soft shortest-path cost
-  from the topic after T rounds of soft-min relaxation (temperature ``tau``), i.e. message
-  passing from the topic.
-- Future cost: ``f(e, a) = softplus(MLP([h_e, q', d(q, e)]))``.
-- Priority: ``s_q(e) = sigmoid(MLP(d(q, e) + f(e, a)))`` (logits returned for BCE training).
-
-Speed: the per-half-edge work (messages, triple weights) runs as sparse products over the
-half-edges (:mod:`adapath.methods.pathmind.halfedges`). Several subgraphs go through as one
-disjoint graph (``node_graph`` names each node's subgraph).
+- **Triple representation.** ``w_q(u, r, v) = h_u * W_r(q) * h_v``: the paper's
+  ``(h_u W_r h_v)^T q`` read as a vector, with ``W_r`` diagonal and conditioned on the question
+  (``W_r(q) = sigmoid(relation(q'))``, one vector per relation and direction, NBFNet's
+  query-dependent relations) and ``h`` each entity's gate from its type, its text and the
+  question (``sigmoid(type + text * q'' + cosine(text, question) * c)``). ``reading="scalar"``
+  takes the other reading: the sum over the hidden channels of that vector, one number per
+  triple.
+- **Cumulative cost.** ``d(q, e)``: the sum over every walk of at most ``hops`` steps from a
+  topic to ``e`` of the product of its triple representations, started from the boundary
+  ``sigmoid(boundary(q'))`` at each topic: the generalized Bellman-Ford iteration with sum
+  aggregation, ``d_t = d_0 + h * sum_r W_r(q) * A_r^T (h * d_{t-1})``, run as relational
+  products over the whole graph (:mod:`adapath.methods.pathmind.propagate`), several
+  questions side by side.
+- **Priority.** ``f = MLP([d~, q'])`` (the estimated future cost from the cumulative cost and
+  the question), ``s = sigmoid(MLP(d~ + f))``, with ``d~ = log(1 + d)`` (walk sums grow with the
+  degree; the logarithm keeps their scale trainable). Logits are returned (BCE).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from adapath.methods.pathmind.halfedges import HalfEdges, edge_dot, slot_sum, soft_min_relax
+from adapath.methods.pathmind.propagate import Places, RelationalGraph, relational_gather
 
-BIG = 1e4
+READINGS = ("vector", "scalar")
 
 
 class PathMindNet(nn.Module):
-    def __init__(self, num_types: int, num_relations: int, query_dim: int, text_dim: int,
-                 hidden: int = 32, layers: int = 3, rounds: int = 3, tau: float = 0.5, prior: bool = False,
-                 candidate: bool = False, candidate_gain: float = 8.0, learn_candidate_gain: bool = True):
+    def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
+                 hops: int = 3, reading: str = "vector"):
         super().__init__()
-        self.config = {"num_types": num_types, "num_relations": num_relations, "query_dim": query_dim,
-                       "text_dim": text_dim, "hidden": hidden, "layers": layers, "rounds": rounds, "tau": tau,
-                       "prior": prior, "candidate": candidate, "candidate_gain": candidate_gain,
-                       "learn_candidate_gain": learn_candidate_gain}
-        # the subgraph cut's order (1 first taken .. 0 last): into the node state, and straight
-        # onto the priority logit (its gain learned)
-        self.prior_proj = nn.Linear(1, hidden) if prior else None
-        self.prior_gain = nn.Parameter(torch.tensor(4.0)) if prior else None  # the cut's order trusted at first
-        # the walk scorer's vote for a node as the answer (1 its best candidate, 1/2 the next, ..
-        # 0 none): into the node state, and onto the logit as a residual the network corrects
-        self.candidate_proj = nn.Linear(1, hidden) if candidate else None
-        if candidate and learn_candidate_gain:
-            self.candidate_gain = nn.Parameter(torch.tensor(float(candidate_gain)))
-        elif candidate:
-            self.register_buffer("candidate_gain", torch.tensor(float(candidate_gain)))
-        else:
-            self.candidate_gain = None
-        self.type_embedding = nn.Embedding(num_types, hidden)
-        self.text_proj = nn.Linear(text_dim, hidden, bias=False)
-        self.query_proj = nn.Linear(query_dim, hidden)
-        self.relation_query = nn.Linear(hidden, num_relations * hidden)
-        self.layers = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(layers))
-        self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(layers))
-        self.relation_matrix = nn.Parameter(torch.randn(num_relations, hidden, hidden) / hidden ** 0.5)
-        self.future = nn.Sequential(nn.Linear(2 * hidden + 1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
-        self.priority = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
-        self.rounds, self.tau, self.hidden, self.num_relations = rounds, tau, hidden, num_relations
+        if reading not in READINGS:
+            raise ValueError(f"reading {reading!r}: choose {', '.join(READINGS)}")
+        self.config = {"num_types": num_types, "num_codes": num_codes, "query_dim": query_dim,
+                       "text_dim": text_dim, "hidden": hidden, "hops": hops, "reading": reading}
+        self.hidden, self.hops, self.reading, self.num_codes = hidden, hops, reading, num_codes
+        width = hidden if reading == "vector" else 1  # the width of d(q, e)
+        self.query = nn.Linear(query_dim, hidden)
+        self.boundary = nn.Linear(hidden, hidden)
+        self.relation = nn.Linear(hidden, num_codes * hidden)
+        self.type_gate = nn.Embedding(num_types, hidden)
+        self.text_gate = nn.Linear(text_dim, hidden, bias=False)
+        self.text_query = nn.Linear(hidden, hidden)
+        self.cosine_gate = nn.Parameter(torch.ones(hidden))
+        self.future = nn.Sequential(nn.Linear(width + hidden, hidden), nn.ReLU(), nn.Linear(hidden, width))
+        self.priority = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
-    # ---------------------------------------------------------------- pieces
-    def half_edges(self, src, dst, rel, n, in_order=None) -> HalfEdges:
-        return HalfEdges(src, dst, rel, n, self.num_relations, in_order)
+    # ------------------------------------------------------------------ pieces
+    def query_vector(self, query: torch.Tensor) -> torch.Tensor:
+        """q' (B x hidden) from the question embeddings (B x query_dim)."""
+        return self.query(query)
 
-    def encode(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None,
-               candidate=None):
-        """Node representations h (N x hidden) and the projected query q' (hidden; B x hidden batched).
+    def relation_vectors(self, q: torch.Tensor) -> torch.Tensor:
+        """W_r(q) for every relation code: codes x (B * hidden), the layout the products read."""
+        rho = torch.sigmoid(self.relation(q)).view(-1, self.num_codes, self.hidden)
+        return rho.transpose(0, 1).reshape(self.num_codes, -1)
 
-        One subgraph (``query`` of shape D) or B disjoint subgraphs in one graph (``query`` B x D,
-        ``node_graph`` the subgraph of each node); a node only ever sees its own subgraph's query.
-        """
-        n = node_type.shape[0]
-        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
-        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
-        q = self.query_proj(query.reshape(-1, query.shape[-1]))
-        h0 = self.type_embedding(node_type) + self.text_proj(text)
-        if self.prior_proj is not None and prior is not None:
-            h0 = h0 + self.prior_proj(prior[:, None])
-        if self.candidate_proj is not None and candidate is not None:
-            h0 = h0 + self.candidate_proj(candidate[:, None])
-        h0 = h0.index_add(0, topics, q.index_select(0, node_graph.index_select(0, topics)))
-        # each node's relation vectors (from its subgraph's query): N x R x hidden
-        relation_vectors = self.relation_query(q).view(-1, self.num_relations, self.hidden).index_select(0, node_graph)
-        h = h0
-        for linear, norm in zip(self.layers, self.norms):
-            # sum over in-edges (u, r, v) of h_u * r_q = sum over r of r_q * (sum of h_u in slot (v, r))
-            slots = slot_sum(h, edges).view(n, self.num_relations, self.hidden)
-            aggregated = (slots * relation_vectors).sum(1) / edges.in_degree[:, None]
-            h = norm(h + F.relu(linear(torch.cat([aggregated, h0], dim=-1))))
-        return h, q.reshape(query.shape[:-1] + (self.hidden,))
+    def node_gates(self, node_type: torch.Tensor, text: torch.Tensor, cosine: torch.Tensor,
+                   q: torch.Tensor) -> torch.Tensor:
+        """h per node and question: nodes x B x hidden, in (0, 1)."""
+        per_node = self.type_gate(node_type)  # nodes x hidden
+        text_part = self.text_gate(text)  # nodes x hidden
+        logits = (per_node[:, None, :] + text_part[:, None, :] * self.text_query(q)[None, :, :]
+                  + cosine[:, :, None] * self.cosine_gate)
+        return torch.sigmoid(logits)
 
-    def triple_weight(self, h, q, src, rel, dst, node_graph=None, edges=None):
-        """w_q(u, r, v) = q' . (h_u * (W_r h_v)) for every half-edge.
+    def boundary_vectors(self, q: torch.Tensor) -> torch.Tensor:
+        """d_0 at a question's topics: B x width."""
+        if self.reading == "scalar":
+            return torch.ones(q.shape[0], 1, dtype=q.dtype)
+        return torch.sigmoid(self.boundary(q))
 
-        W_r h_v is formed once per (node, relation) slot, N x R x hidden, then dotted with
-        q' * h_u per half-edge.
-        """
-        n = h.shape[0]
-        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
-        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
-        right = torch.einsum("nj,rij->nri", h, self.relation_matrix).reshape(n * self.num_relations, self.hidden)
-        left = h * q.reshape(-1, self.hidden).index_select(0, node_graph)
-        return edge_dot(left, right, edges)
+    def cumulative(self, gates: torch.Tensor, rho: torch.Tensor, start: torch.Tensor, graph: RelationalGraph,
+                   places: Places, reach: list[np.ndarray], rows: torch.Tensor | None = None) -> torch.Tensor:
+        """d(q, e) after ``hops`` layers (places x B x width): ``start`` holds d_0 (the boundary
+        at each question's topics, zero elsewhere); ``reach[t]`` marks the places any question
+        of the batch reaches in t steps (the rows layer t writes; layer t reads reach[t - 1]).
+        ``rows``: only these places' d, in this order (the last layer writes no other row)."""
+        n, batch, hidden = gates.shape
+        d = start
+        last_rows = reach[self.hops]
+        if rows is not None:
+            last_rows = np.zeros(n, dtype=np.bool_)
+            last_rows[rows.numpy()] = True
+        for t in range(1, self.hops + 1):
+            x = (gates * d).reshape(n, batch * hidden)
+            y = relational_gather(x, rho, graph, places, last_rows if t == self.hops else reach[t], reach[t - 1])
+            y, node_gates, base = y.view(n, batch, hidden), gates, start
+            if t == self.hops and rows is not None:
+                y, node_gates, base = y.index_select(0, rows), gates.index_select(0, rows), start.index_select(0, rows)
+            message = node_gates * y
+            if self.reading == "scalar":
+                message = message.sum(-1, keepdim=True)
+            d = base + message
+        return d
 
-    def cumulative_cost(self, cost, topics, src, dst, n, edges=None):
-        """Soft shortest-path cost from the topics after ``rounds`` relaxations (temperature tau)."""
-        edges = edges if edges is not None else self.half_edges(src, dst, torch.zeros_like(src), n)
-        start = torch.full((n,), BIG, dtype=cost.dtype).index_fill(0, topics, 0.0)
-        return soft_min_relax(cost, start, edges, self.rounds, self.tau)
+    def score(self, d: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """Priority logits (nodes x B) from d(q, e) and q'."""
+        features = torch.log1p(d)
+        future = self.future(torch.cat([features, q[None].expand(d.shape[0], -1, -1)], dim=-1))
+        return self.priority(features + future).squeeze(-1)
 
-    # ---------------------------------------------------------------- forward
-    def forward(self, node_type, text, topics, query, src, dst, rel, node_graph=None, edges=None, prior=None,
-                candidate=None):
-        """(priority logits N, edge costs E, cumulative cost N).
+    # ------------------------------------------------------------------ forward
+    def forward(self, inputs: BatchInputs, rows: torch.Tensor | None = None) -> Output:
+        """Priority logits (places x B) and what made them: d(q, e), the node gates, W_r(q).
+        ``rows``: score only these places (logits and d then have one row per entry)."""
+        q = self.query_vector(inputs.query)
+        gates = self.node_gates(inputs.node_type, inputs.text, inputs.cosine, q)
+        rho = self.relation_vectors(q)
+        start = torch.zeros(gates.shape[0], gates.shape[1], 1 if self.reading == "scalar" else self.hidden)
+        boundary = self.boundary_vectors(q)
+        start = start.index_put((inputs.topic_rows, inputs.topic_cols), boundary.index_select(0, inputs.topic_cols))
+        d = self.cumulative(gates, rho, start, inputs.graph, inputs.places, inputs.reach, rows)
+        return Output(self.score(d, q), d, gates, rho.view(self.num_codes, gates.shape[1], -1))
 
-        Batched when ``query`` is B x D and ``node_graph`` gives each node's subgraph (0..B-1):
-        the subgraphs are disjoint, so every output equals that of the subgraph alone.
-        ``edges`` (:meth:`half_edges`) may be built once and passed to save rebuilding it.
-        ``prior``: per node, the subgraph cut's order (used by a network built with ``prior``);
-        ``candidate``: per node, the walk scorer's vote (used by a network built with ``candidate``).
-        """
-        n = node_type.shape[0]
-        edges = edges if edges is not None else self.half_edges(src, dst, rel, n)
-        node_graph = node_graph if node_graph is not None else torch.zeros(n, dtype=torch.long)
-        h, q = self.encode(node_type, text, topics, query, src, dst, rel, node_graph, edges, prior, candidate)
-        q = q.reshape(-1, self.hidden)
-        weight = self.triple_weight(h, q, src, rel, dst, node_graph, edges)
-        cost = F.softplus(-weight)
-        d = self.cumulative_cost(cost, topics, src, dst, n, edges)
-        d_in = torch.clamp(d, max=50.0)[:, None]
-        future = F.softplus(self.future(torch.cat([h, q.index_select(0, node_graph), d_in], dim=-1)))
-        logits = self.priority(d_in + future).squeeze(-1)
-        if self.prior_gain is not None and prior is not None:
-            logits = logits + self.prior_gain * prior
-        if self.candidate_gain is not None and candidate is not None:
-            logits = logits + self.candidate_gain * candidate
-        return logits, cost, d
+
+class Output(NamedTuple):
+    logits: torch.Tensor  # nodes x B
+    d: torch.Tensor  # nodes x B x width: the cumulative cost d(q, e)
+    gates: torch.Tensor  # nodes x B x hidden: h
+    relations: torch.Tensor  # codes x B x hidden: W_r(q)
+
+
+class BatchInputs:
+    """What the network reads for B questions: the graph, the places it works on, and per
+    place its type, text embedding and cosine to each question; the questions' embeddings,
+    their topics as (place, question) pairs, and the places any of them reaches in 0..hops
+    steps."""
+
+    def __init__(self, graph: RelationalGraph, places: Places, node_type: torch.Tensor, text: torch.Tensor,
+                 cosine: torch.Tensor, query: torch.Tensor, topics: list[list[int]], reach: list[np.ndarray]):
+        self.graph, self.places, self.node_type, self.text = graph, places, node_type, text
+        self.cosine, self.query, self.reach = cosine, query, reach
+        pairs = [(int(places.local_of[t]), j) for j, ts in enumerate(topics) for t in dict.fromkeys(ts)]
+        self.topic_rows = torch.tensor([p[0] for p in pairs], dtype=torch.long)
+        self.topic_cols = torch.tensor([p[1] for p in pairs], dtype=torch.long)
+
+
+def bce_logits(logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the questions (columns) of each one's class-balanced binary cross-entropy
+    over its masked nodes (positives weighted by negatives / positives)."""
+    mask = mask.to(logits.dtype)
+    count = mask.sum(0).clamp(min=1)
+    positives = (target * mask).sum(0).clamp(min=1)
+    weight = (count - positives) / positives
+    per_node = -(weight * target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * mask
+    return (per_node.sum(0) / count).mean()

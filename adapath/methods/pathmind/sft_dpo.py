@@ -1,18 +1,23 @@
-"""Training the reasoner: stage 1 SFT, stage 2 path-level DPO, both with LoRA (peft) and
-trl's trainers.
+"""Training the reasoner: stage 1 SFT, stage 2 path-level DPO against the SFT model, both
+with LoRA (peft) and trl's trainers.
 
-Data (JSONL in trl's conversational formats):
+Data (JSONL in trl's conversational formats), from PathMind's own selection on training
+questions (gold answers are the targets):
 
-- SFT: ``{"prompt": [user: question + prioritized paths], "completion": [assistant: the answer
-  set, each name in braces]}``.
-- DPO: ``{"prompt": [user: question], "chosen": [assistant: prioritized paths + answer],
-  "rejected": [assistant: other candidate paths of the subgraph + their end entity]}``.
+- SFT: ``{"prompt": [user: the reasoning prompt inference sends, the question and the K
+  prioritized paths], "completion": [assistant: the gold answer set, each name in braces]}``;
+- DPO: ``{"prompt": [user: the question], "chosen": [assistant: the prioritized paths + the
+  gold answers], "rejected": [assistant: remaining candidate paths of the subgraph (the
+  runners-up the selection passed over, none ending at a valid answer) + their ends]}``.
 
 Why DPO scores the path text: the preference PathMind expresses is between *paths* (the
-prioritized ones over other candidates in the subgraph), so the completion that DPO compares
-is the reasoning path followed by the answer it leads to. Scoring only the answer given fixed
-paths would collapse to answer-level preference and leave the paths themselves untrained;
-SFT already teaches answering from given paths.
+prioritized ones over other candidates in the subgraph), so the completion DPO compares is
+the reasoning path followed by the answer it leads to; SFT already teaches answering from
+given paths.
+
+DPO starts from the SFT adapter and is judged against it: the SFT adapter is loaded
+trainable, trl copies it into a frozen reference adapter, and the result is one adapter on the
+base model (``--llm-option adapter=DIR`` loads it).
 """
 
 from __future__ import annotations
@@ -20,67 +25,56 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from adapath.datasets.biostrat import answer_names
+from adapath.datasets.biostrat import answer_names, query_from_record
 from adapath.errors import InputError
-from adapath.llm import prompts
 
 SFT_LR, DPO_LR, DPO_BETA, EPOCHS = 2e-5, 5e-6, 0.1, 3
+WARMUP_RATIO, MAX_LENGTH = 0.03, 2048  # a warm-up below 1 is a share of the steps (transformers 5)
+LORA_TARGETS = ("q_proj", "v_proj")
+STAGES = ("sft", "dpo")
 
 
 def _path_text(paths: list[list[tuple[str, str, str]]]) -> str:
     return " ".join("; ".join(f"({h}, {r}, {t})" for h, r, t in p) for p in paths) or "(no path)"
 
 
-def reasoner_examples(graph, records: list[dict], results: list[dict], stage: str, seed: int = 0,
-                      max_answers: int = 5) -> list[dict]:
-    """SFT or DPO rows from PathMind results on training records (gold answers are the targets)."""
-    if stage not in ("sft", "dpo"):
+def reasoner_examples(pathmind, records: list[dict], stage: str, level: str = "explicit", max_answers: int = 5,
+                      chunk: int = 16, progress=None) -> list[dict]:
+    """SFT or DPO rows from PathMind's selection on training records (``pathmind``: a
+    :class:`~adapath.methods.pathmind.infer.PathMind` without an LLM)."""
+    if stage not in STAGES:
         raise InputError(f"--stage {stage!r}: choose sft or dpo")
-    rng = np.random.default_rng(seed)
-    by_id = {str(r["data_id"]): r for r in records}
-
+    graph = pathmind.graph
     rows = []
-    for result in results:
-        record = by_id[str(result["id"])]
-        answers = answer_names(record, graph)
-        target = " ".join(f"{{{a}}}" for a in answers[:max_answers])
-        paths = [[t for t in graph.named_triplets(p) if t is not None] for p in result["paths"]]
-        question = record[f"{result.get('level', 'explicit')}_query"]
-        if stage == "sft":
-            rows.append({"prompt": [{"role": "user", "content": prompts.answer(question, [t for p in paths for t in p])}],
-                         "completion": [{"role": "assistant", "content": target}]})
-            continue
-        topic = graph.index_of([int(next(iter(record["topic_entities"])))])[0]
-        alternative = _other_path(graph, topic, {tuple(x) for p in result["paths"] for x in p}, rng,
-                                  len(paths[0]) if paths else 2)
-        if not paths or not alternative:
-            continue
-        rejected_answer = alternative[-1][2]
-        if rejected_answer in answers:
-            continue
-        ask = f"{question}\nGive the knowledge-graph path you reason along, then the answer in braces."
-        rows.append({"prompt": [{"role": "user", "content": ask}],
-                     "chosen": [{"role": "assistant", "content": f"{_path_text(paths)} Answer: {target}"}],
-                     "rejected": [{"role": "assistant",
-                                   "content": f"{_path_text([alternative])} Answer: {{{rejected_answer}}}"}]})
+    for lo in range(0, len(records), chunk):
+        part = records[lo:lo + chunk]
+        queries = [query_from_record(r, level) for r in part]
+        examples = pathmind.examples(queries)
+        for record, query, example, prioritized in zip(part, queries, examples,
+                                                       pathmind.prioritize(examples, queries)):
+            selection = pathmind.select(example, prioritized)
+            named = [[(graph.name(a), graph.relation_names[r], graph.name(b)) for a, r, b in p]
+                     for p in pathmind.paths(selection, selection.final, prioritized)]
+            answers = answer_names(record, graph)
+            target = " ".join(f"{{{a}}}" for a in answers[:max_answers])
+            if stage == "sft":
+                rows.append({"prompt": [{"role": "user", "content": pathmind.prompt(query.text, named)}],
+                             "completion": [{"role": "assistant", "content": target}]})
+                continue
+            valid = set(graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore").tolist())
+            passed = [v for v in selection.runners_up(prioritized.priority) if v not in valid]
+            rejected = [[(graph.name(a), graph.relation_names[r], graph.name(b)) for a, r, b in p]
+                        for p in pathmind.paths(selection, passed[:pathmind.k], prioritized)]
+            if not named or not rejected:
+                continue
+            ends = " ".join(f"{{{p[-1][2]}}}" for p in rejected)
+            ask = f"{query.text}\nGive the knowledge-graph paths you reason along, then the answers in braces."
+            rows.append({"prompt": [{"role": "user", "content": ask}],
+                         "chosen": [{"role": "assistant", "content": f"{_path_text(named)} Answer: {target}"}],
+                         "rejected": [{"role": "assistant", "content": f"{_path_text(rejected)} Answer: {ends}"}]})
+        if progress is not None:
+            progress.advance(len(part))
     return rows
-
-
-def _other_path(graph, topic: int, avoid: set, rng, hops: int) -> list[tuple[str, str, str]]:
-    """A random walk from the topic that uses none of the prioritized steps (seeded)."""
-    path, node = [], int(topic)
-    for _ in range(max(1, hops)):
-        neighbours, relations = graph.neighbors(node)
-        options = [(int(v), int(r)) for v, r in zip(neighbours, relations)
-                   if (int(graph.node_id[node]), graph.relation_names[r], int(graph.node_id[v])) not in avoid]
-        if not options:
-            break
-        v, r = options[int(rng.integers(len(options)))]
-        path.append((graph.name(node), graph.relation_names[r], graph.name(v)))
-        node = v
-    return path
 
 
 def write_jsonl(rows: list[dict], out: str | Path) -> None:
@@ -91,19 +85,35 @@ def write_jsonl(rows: list[dict], out: str | Path) -> None:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, epochs: int = EPOCHS,
-             lr: float | None = None, max_steps: int = -1, lora_rank: int = 8, batch_size: int = 2,
-             seed: int = 42) -> list[dict]:
-    """LoRA fine-tuning with trl (SFT or DPO). Returns the trainer's log history."""
+def load_base(base: str | Path):
+    """(model, tokenizer) from a transformers directory or a ``.gguf`` file (de-quantized)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = Path(base)
+    directory, kwargs = (base.parent, {"gguf_file": base.name}) if base.suffix == ".gguf" else (base, {})
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, **kwargs)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(directory), local_files_only=True, **kwargs)
+    return model, tokenizer
+
+
+def make_trainer(base: str | Path, stage: str, data: str | Path, out: str | Path, epochs: int = EPOCHS,
+                 lr: float | None = None, max_steps: int = -1, lora_rank: int = 8, batch_size: int = 2,
+                 seed: int = 42, sft_adapter: str | Path | None = None):
+    """The trl trainer of a stage: SFT with a new LoRA adapter; DPO continuing ``sft_adapter``
+    against a frozen copy of it (the SFT model is the reference)."""
     try:
         from datasets import load_dataset
-        from peft import LoraConfig
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from peft import LoraConfig, PeftModel
         from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
     except ImportError:
         raise InputError("fine-tuning needs the train extra: pip install 'adapath[train]'") from None
-    if stage not in ("sft", "dpo"):
+    if stage not in STAGES:
         raise InputError(f"--stage {stage!r}: choose sft or dpo")
+    if stage == "dpo" and sft_adapter is None:
+        raise InputError("--stage dpo needs --sft-adapter DIR (DPO starts from the SFT model and is judged "
+                         "against it)")
     import datasets
 
     from adapath.quiet import quiet_third_party
@@ -111,23 +121,29 @@ def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, ep
     quiet_third_party()
     datasets.disable_progress_bars()  # "Generating train split" and "Map" bars
     dataset = load_dataset("json", data_files=str(data), split="train")
-    tokenizer = AutoTokenizer.from_pretrained(str(base))
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(str(base))
-    lora = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules="all-linear")
+    model, tokenizer = load_base(base)
     common = dict(output_dir=str(out), num_train_epochs=epochs, max_steps=max_steps,
                   per_device_train_batch_size=batch_size, logging_steps=1, save_strategy="no",
-                  report_to=[], seed=seed, use_cpu=True)
+                  report_to=[], seed=seed, use_cpu=True, warmup_steps=WARMUP_RATIO, max_length=MAX_LENGTH)
     if stage == "sft":
+        lora = LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
+                          target_modules=list(LORA_TARGETS))
         args = SFTConfig(learning_rate=lr or SFT_LR, **common)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                             peft_config=lora)
-    else:
-        args = DPOConfig(learning_rate=lr or DPO_LR, beta=DPO_BETA, **common)
-        trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                             peft_config=lora)
+        return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                          peft_config=lora)
+    model = PeftModel.from_pretrained(model, str(sft_adapter), is_trainable=True)
+    args = DPOConfig(learning_rate=lr or DPO_LR, beta=DPO_BETA, **common)
+    return DPOTrainer(model=model, ref_model=None, args=args, train_dataset=dataset, processing_class=tokenizer)
+
+
+def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, **options) -> list[dict]:
+    """Train a stage and save its adapter in ``out``. Returns the trainer's log history."""
+    trainer = make_trainer(base, stage, data, out, **options)
     trainer.train()
-    trainer.save_model(str(out))
+    model = trainer.model
+    if stage == "dpo" and "ref" in getattr(model, "peft_config", {}):
+        model.delete_adapter("ref")  # the frozen reference is not part of the result
+    model.save_pretrained(str(out))
+    (Path(out) / "adapath_reasoner.json").write_text(json.dumps(
+        {"stage": stage, "base": str(base), "sft_adapter": str(options.get("sft_adapter") or "") or None}, indent=2))
     return trainer.state.log_history

@@ -1,14 +1,23 @@
-"""PathMind priority training: examples, the training loop with early stopping, checkpoints.
+"""PathMind priority training: examples, node features, the training loop with early
+stopping, checkpoints.
 
-An example is one question: its query vector, topics, valid answers and bounded query
-subgraph. Training minimizes binary cross-entropy with answers positive and every other
-subgraph entity negative (positives re-weighted by the class ratio, per question). The best
-epoch by validation Hits@3 is kept; training stops after ``patience`` epochs without
-improvement. Checkpoints are safetensors + a JSON config, never pickles. Everything is seeded.
+An example is one question: its embedding, its topics (every topic entity) and its valid
+answers. Its query subgraph is the union of the topics' ``hops``-hop balls, whole: nothing
+is cut, so every answer within ``hops`` steps of a topic is in it. Training minimizes a
+class-balanced binary cross-entropy over the subgraph's entities (answers positive, every
+other non-topic entity negative, positives weighted by negatives / positives per question,
+the mean over questions). The best epoch by validation Hits@1 (or Hits@3) of the priority
+ranking is kept; training stops after ``patience`` epochs without improvement. Checkpoints
+are safetensors + JSON, never pickles. Everything is seeded.
 
-Speed: subgraphs are built once (with their half-edge orders) and kept in memory; node text
-is encoded once before the first epoch; each step puts ``batch`` questions through the
-network as one disjoint graph, and the loss is the mean of the per-question losses.
+Speed: each step puts ``batch`` questions side by side through one pass over the graph per
+layer (:mod:`adapath.methods.pathmind.propagate`); every node's text embedding is read once,
+before the first epoch. A step scores the answers and a stratified sample of the negatives
+(:func:`sampled_targets`): the ``HARD`` negatives most like the question (cosine of their
+text), all of them, and ``SAMPLED`` of the rest uniformly, each weighted by how many it stands
+for. The sum is an unbiased estimate of the loss over every entity of the subgraph (exactly
+that loss when the sample holds every negative), and the last layer computes d(q, e) for the
+sampled entities alone. Validation scores every entity.
 """
 
 from __future__ import annotations
@@ -26,247 +35,203 @@ from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
-from adapath.methods.pathmind.halfedges import HalfEdges
-from adapath.methods.pathmind.model import PathMindNet
-from adapath.methods.pathmind.subgraph import MODES as SUBGRAPH_MODES
-from adapath.methods.pathmind.subgraph import QuerySubgraph, SubgraphBuilder
+from adapath.methods.pathmind.model import BatchInputs, PathMindNet
+from adapath.methods.pathmind.propagate import Places, RelationalGraph
 from adapath.progress import Progress
+
+FORMAT = "adapath-pathmind"
+FORMAT_VERSION = 2  # version 1: the 400-node cut with a scalar soft shortest-path cost
 
 
 @dataclass
 class Example:
     id: str
     text: str
-    topics: list[int]  # global
-    answers: list[int]  # global (valid answers in the graph)
-    subgraph: QuerySubgraph
-    query: np.ndarray
-
-    @property
-    def local_answers(self) -> np.ndarray:
-        local = self.subgraph.local(self.answers)
-        return local[local >= 0]
+    topics: list[int]  # internal node indices, every topic of the question
+    answers: list[int]  # internal indices of the valid answers in the graph (not topics)
+    query: np.ndarray  # the question's embedding
 
 
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
-                  hops: int = 3, budget: int = 400, with_answers: bool = True, progress: bool = False,
-                  subgraph: str = "ppr", graph_dir=None, bank=None) -> list[Example]:
-    """``subgraph``: how the budget is cut (:mod:`adapath.methods.pathmind.subgraph`); the
-    ``metapath`` cut needs a Path-Bank (``bank``)."""
-    from adapath.datasets.biostrat import query_from_record
-
-    builder = make_builder(graph, hops, budget, subgraph, graph_dir)
-    guide = make_guide(graph, subgraph, bank, encoder, graph_dir)
+                  with_answers: bool = True) -> list[Example]:
+    """One example per BioStrat-QA record at one question level."""
     texts = [query_text(r, level) for r in records]
-    topics = [graph.index_of([int(k) for k in r["topic_entities"]]).tolist() for r in records]
     vectors = encoder.encode(texts)
-    subgraphs = []
-    with _progress(progress, len(records), "subgraphs", "questions") as bar:
-        for lo in range(0, len(records), 64):
-            guides = guide.guides([query_from_record(r, level) for r in records[lo:lo + 64]]) if guide else None
-            subgraphs += builder.build_many(topics[lo:lo + 64], texts[lo:lo + 64], guides)
-            bar.advance(len(topics[lo:lo + 64]))
-    examples = []
-    for record, t, text, vector, sub in zip(records, topics, texts, vectors, subgraphs):
+    out = []
+    for record, text, vector in zip(records, texts, vectors):
+        topics = graph.index_of([int(k) for k in record["topic_entities"]]).tolist()
         answers = []
         if with_answers:
             index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
-            answers = [int(i) for i in index if i >= 0 and i not in t]
-        examples.append(Example(str(record["data_id"]), text, t, answers, sub, vector))
-    return examples
-
-
-def make_builder(graph: KnowledgeGraph, hops: int, budget: int, subgraph: str, graph_dir=None) -> SubgraphBuilder:
-    """The subgraph builder of a mode, with the graph's BM25 indexes where it ranks by the question
-    (the Path-Bank's settings: k1 1.5, b 0)."""
-    if subgraph not in SUBGRAPH_MODES:
-        raise InputError(f"--param subgraph={subgraph!r}: choose {', '.join(SUBGRAPH_MODES)}")
-    text = None
-    if subgraph != "ppr":
-        from adapath.retrieval.bm25 import GraphText
-
-        text = GraphText.for_graph(graph, graph_dir, b=0.0)
-    return SubgraphBuilder(graph, hops=hops, budget=budget, mode=subgraph, text=text)
-
-
-def make_guide(graph: KnowledgeGraph, subgraph: str, bank, encoder, graph_dir=None):
-    """The Path-Bank guide of the ``metapath`` cut (None for the other modes)."""
-    if subgraph != "metapath":
-        return None
-    if bank is None:
-        raise InputError("subgraph=metapath needs a Path-Bank (--bank); or choose subgraph=question")
-    from adapath.methods.pathmind.guide import MetaPathGuide
-
-    return MetaPathGuide(graph, bank, encoder, graph_dir)
-
-
-@dataclass
-class Batch:
-    """Several examples as one disjoint graph: the network's inputs plus where each example sits."""
-
-    inputs: tuple  # node_type, text, topics, query (B x D), src, dst, rel, node_graph, edges, prior, candidate
-    node_offsets: np.ndarray  # B + 1
-    edge_offsets: np.ndarray  # B + 1
-
-    def nodes_of(self, i: int) -> slice:
-        return slice(int(self.node_offsets[i]), int(self.node_offsets[i + 1]))
-
-    def edges_of(self, i: int) -> slice:
-        return slice(int(self.edge_offsets[i]), int(self.edge_offsets[i + 1]))
-
-
-class Featurizer:
-    """Tensors of an example (``featurize(example)``) or of several as one graph (``batch``):
-    node types, node text embeddings, topics, query, half-edges."""
-
-    def __init__(self, graph: KnowledgeGraph, nodes_embeddings):
-        self.graph, self.nodes = graph, nodes_embeddings
-
-    def __call__(self, example: Example):
-        sub = example.subgraph
-        return (torch.as_tensor(self.graph.node_type[sub.nodes].astype(np.int64)),
-                torch.as_tensor(self.nodes.get(sub.nodes)),
-                torch.as_tensor(sub.topics, dtype=torch.long),
-                torch.as_tensor(example.query),
-                torch.as_tensor(sub.src, dtype=torch.long), torch.as_tensor(sub.dst, dtype=torch.long),
-                torch.as_tensor(sub.rel, dtype=torch.long))
-
-    def encode_nodes(self, examples: list[Example], progress: bool = False, chunk: int = 4096) -> None:
-        """Encode the text of every subgraph node once, up front (not inside the first epoch);
-        nothing to do where a complete store (``adapath kg embed``) serves every node."""
-        if getattr(self.nodes, "precomputed", False) or not examples:
-            return
-        todo = np.unique(np.concatenate([e.subgraph.nodes for e in examples]))
-        with _progress(progress, len(todo), "node text", "nodes") as bar:
-            for lo in range(0, len(todo), chunk):
-                self.nodes.get(todo[lo:lo + chunk])
-                bar.advance(len(todo[lo:lo + chunk]))
-
-    def batch(self, examples: list[Example]) -> Batch:
-        subs = [e.subgraph for e in examples]
-        node_offsets = np.zeros(len(subs) + 1, dtype=np.int64)
-        np.cumsum([len(s.nodes) for s in subs], out=node_offsets[1:])
-        edge_offsets = np.zeros(len(subs) + 1, dtype=np.int64)
-        np.cumsum([len(s.src) for s in subs], out=edge_offsets[1:])
-        nodes = np.concatenate([s.nodes for s in subs])
-        shift = np.repeat(node_offsets[:-1], [len(s.src) for s in subs])
-        src = np.concatenate([s.src for s in subs]) + shift
-        dst = np.concatenate([s.dst for s in subs]) + shift
-        rel = np.concatenate([s.rel for s in subs]).astype(np.int64)
-        in_order = np.concatenate([s.in_order + lo for s, lo in zip(subs, edge_offsets[:-1])])
-        topics = np.concatenate([s.topics + lo for s, lo in zip(subs, node_offsets[:-1])])
-        node_graph = np.repeat(np.arange(len(subs)), np.diff(node_offsets))
-        n = int(node_offsets[-1])
-        edges = HalfEdges(src, dst, rel, n, self.graph.num_relations, in_order)
-        prior = None
-        if all(s.prior is not None for s in subs):
-            prior = torch.as_tensor(np.concatenate([s.prior for s in subs]).astype(np.float32))
-        candidate = None
-        if all(s.candidate is not None for s in subs):
-            candidate = torch.as_tensor(np.concatenate([s.candidate for s in subs]).astype(np.float32))
-        inputs = (torch.as_tensor(self.graph.node_type[nodes].astype(np.int64)),
-                  torch.as_tensor(self.nodes.get(nodes)),
-                  torch.as_tensor(topics, dtype=torch.long),
-                  torch.as_tensor(np.stack([e.query for e in examples])),
-                  edges.src, edges.dst, edges.rel, torch.as_tensor(node_graph), edges, prior, candidate)
-        return Batch(inputs, node_offsets, edge_offsets)
-
-
-def _progress(show: bool, total: int, label: str, unit: str) -> Progress:
-    return Progress(total, label, unit, quiet=not show)
-
-
-def _batches(examples: list[Example], size: int) -> list[list[Example]]:
-    return [examples[lo:lo + size] for lo in range(0, len(examples), size)]
-
-
-def batch_loss(logits: torch.Tensor, batch: Batch, examples: list[Example]) -> torch.Tensor:
-    """Mean over the examples of each one's class-balanced BCE over its non-topic entities
-    (answers positive, weighted by negatives / positives), as one vectorized computation."""
-    n = logits.shape[0]
-    starts = batch.node_offsets[:-1]
-    target = torch.zeros(n)
-    target[torch.as_tensor(np.concatenate([e.local_answers + lo for e, lo in zip(examples, starts)]),
-                           dtype=torch.long)] = 1.0
-    mask = torch.ones(n, dtype=torch.bool)
-    mask[batch.inputs[2]] = False
-    graph = batch.inputs[7]
-    count = torch.zeros(len(examples)).index_add_(0, graph, mask.float())
-    positives = torch.zeros(len(examples)).index_add_(0, graph, target * mask).clamp(min=1)
-    pos_weight = ((count - positives) / positives).index_select(0, graph)
-    # BCE with pos_weight p: -(p y log s(x) + (1 - y) log(1 - s(x)))
-    per_node = -(pos_weight * target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * mask
-    per_example = torch.zeros(len(examples)).index_add_(0, graph, per_node) / count.clamp(min=1)
-    return per_example.mean()
-
-
-def _top_k(model, featurize, examples: list[Example], k: int, size: int = 16) -> list[np.ndarray]:
-    """Local indices of the top k scored non-topic entities of each example."""
-    out = []
-    model.eval()
-    with torch.no_grad():
-        for chunk in _batches(examples, size):
-            batch = featurize.batch(chunk)
-            logits = model(*batch.inputs)[0]
-            for i, ex in enumerate(chunk):
-                scores = logits[batch.nodes_of(i)].clone()
-                scores[torch.as_tensor(ex.subgraph.topics)] = -np.inf
-                out.append(torch.topk(scores, min(k, len(scores))).indices.numpy())
+            answers = [int(i) for i in index if i >= 0 and i not in topics]
+        out.append(Example(str(record["data_id"]), text, topics, answers, np.asarray(vector, dtype=np.float32)))
     return out
 
 
-def hits_at(model, featurize, examples: list[Example], k: int) -> float:
-    """Share of examples with an answer among the top k scored non-topic entities."""
-    if not examples:
-        return 0.0
-    tops = _top_k(model, featurize, examples, k)
-    return sum(bool(set(top.tolist()) & set(ex.local_answers.tolist())) for top, ex in zip(tops, examples)) / len(examples)
+class Features:
+    """Per-node inputs every batch shares (types, text embeddings and their unit vectors, the
+    graph's relational codes), read once; ``batch`` adds the questions."""
+
+    def __init__(self, graph: KnowledgeGraph, nodes, hops: int, progress: bool = False, chunk: int = 8192):
+        self.graph, self.hops = graph, hops
+        self.relational = RelationalGraph(graph)
+        self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64))
+        text = np.empty((graph.num_nodes, 0), dtype=np.float32)
+        with Progress(graph.num_nodes, "node text", "nodes", quiet=not progress) as bar:
+            parts = []
+            for lo in range(0, graph.num_nodes, chunk):
+                part = np.arange(lo, min(lo + chunk, graph.num_nodes))
+                parts.append(np.asarray(nodes.get(part), dtype=np.float32))
+                bar.advance(len(part))
+            text = np.concatenate(parts) if parts else text
+        self.text = torch.from_numpy(np.ascontiguousarray(text))
+        norms = np.maximum(np.linalg.norm(text, axis=1, keepdims=True), 1e-12)
+        self.unit = torch.from_numpy(np.ascontiguousarray(text / norms))
+
+    @property
+    def text_dim(self) -> int:
+        return int(self.text.shape[1])
+
+    def cosine(self, examples: list[Example]) -> np.ndarray:
+        """Every node's text cosine to each question: nodes x B."""
+        query = torch.as_tensor(np.stack([e.query for e in examples]))
+        unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        return (self.unit @ unit.T).numpy()
+
+    def batch(self, examples: list[Example], rows: np.ndarray | None = None) -> BatchInputs:
+        """The network's inputs for these questions, over the places they need: every node of
+        their subgraphs, or (``rows``: the nodes to score) the nodes within hops - 1 steps,
+        whose d the last layer reads, and the rows."""
+        seeds = np.zeros(self.graph.num_nodes, dtype=np.bool_)
+        for e in examples:
+            seeds[e.topics] = True
+        reach = self.relational.reach(seeds, self.hops)
+        nodes = np.flatnonzero(reach[-1]) if rows is None else np.union1d(np.flatnonzero(reach[-2]), rows)
+        places = Places(nodes, self.graph.num_nodes)
+        index = torch.as_tensor(nodes)
+        query = torch.as_tensor(np.stack([e.query for e in examples]))
+        unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        unit_text = self.unit.index_select(0, index)
+        return BatchInputs(self.relational, places, self.node_type.index_select(0, index),
+                           self.text.index_select(0, index), unit_text @ unit.T, query, [e.topics for e in examples],
+                           [places.mask(m) for m in reach])
+
+    def subgraph(self, topics: list[int]) -> list[np.ndarray]:
+        """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
+        seeds = np.zeros(self.graph.num_nodes, dtype=np.bool_)
+        seeds[list(topics)] = True
+        return self.relational.reach(seeds, self.hops)
 
 
-def hits_at_many(model, featurize, examples: list[Example], ks) -> list[float]:
-    """:func:`hits_at` for several k from one scoring pass."""
+def targets(features: Features, examples: list[Example], places: Places) -> tuple[torch.Tensor, torch.Tensor]:
+    """(answers, mask) as places x B: the mask is each question's subgraph without its topics."""
+    target = torch.zeros(len(places), len(examples))
+    mask = torch.zeros(len(places), len(examples), dtype=torch.bool)
+    for j, e in enumerate(examples):
+        inside = features.subgraph(e.topics)[-1].copy()
+        inside[e.topics] = False
+        mask[:, j] = torch.from_numpy(places.mask(inside))
+        at = places.local_of[e.answers]
+        target[at[at >= 0], j] = 1.0
+    return target, mask
+
+
+HARD, SAMPLED = 256, 512  # negatives per question and step: most like the question, and uniform
+
+
+def sampled_targets(features: Features, examples: list[Example], cosine: np.ndarray, rng: np.random.Generator,
+                    hard: int = HARD, sampled: int = SAMPLED) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(rows, answers, weights): the union of the nodes each question scores this step (its
+    answers, its ``hard`` negatives of highest cosine, ``sampled`` uniform negatives of the
+    rest), and per row and question the target and the loss weight (zero where the question
+    did not sample the row). The weights make ``sampled_bce`` an unbiased estimate of
+    :func:`~adapath.methods.pathmind.model.bce_logits` over every entity."""
+    picks = []
+    for j, e in enumerate(examples):
+        inside = features.subgraph(e.topics)[-1].copy()
+        inside[e.topics] = False
+        members = np.flatnonzero(inside)
+        answer = np.zeros(len(inside), dtype=np.bool_)
+        answer[e.answers] = True
+        positives = members[answer[members]]
+        negatives = members[~answer[members]]
+        score = cosine[negatives, j]
+        order = np.lexsort((negatives, -score))
+        top, rest = negatives[order[:hard]], np.sort(negatives[order[hard:]])
+        uniform = np.sort(rng.choice(rest, size=min(sampled, len(rest)), replace=False)) if len(rest) else rest
+        count, n_pos = len(members), max(len(positives), 1)
+        class_weight = (count - len(positives)) / n_pos
+        picks.append((positives, top, uniform, class_weight / count, 1.0 / count,
+                      (len(rest) / max(len(uniform), 1)) / count))
+    rows = np.unique(np.concatenate([np.concatenate(p[:3]) for p in picks]))
+    target = torch.zeros(len(rows), len(examples))
+    weight = torch.zeros(len(rows), len(examples))
+    for j, (positives, top, uniform, w_pos, w_hard, w_uniform) in enumerate(picks):
+        for nodes, w in ((positives, w_pos), (top, w_hard), (uniform, w_uniform)):
+            at = np.searchsorted(rows, nodes)
+            weight[at, j] = w
+        target[np.searchsorted(rows, positives), j] = 1.0
+    return rows, target, weight
+
+
+def sampled_bce(logits: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The mean over questions of the weighted binary cross-entropy of the sampled rows."""
+    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * weight
+    return per_node.sum(0).mean()
+
+
+def ranked(logits: torch.Tensor, mask: torch.Tensor, places: Places, k: int) -> list[list[int]]:
+    """Per question (column), its k best nodes inside the mask (global ids), ties by the smaller id."""
+    out = []
+    for j in range(logits.shape[1]):
+        inside = torch.nonzero(mask[:, j]).squeeze(1).numpy()
+        scores = logits[inside, j].numpy()
+        order = np.lexsort((inside, -scores))[:k]
+        out.append(places.nodes[inside[order]].tolist())
+    return out
+
+
+def hits_at_many(model: PathMindNet, features: Features, examples: list[Example], ks, size: int = 8) -> list[float]:
+    """Share of questions with an answer among their k best-priority entities, for each k."""
     if not examples:
         return [0.0 for _ in ks]
-    tops = _top_k(model, featurize, examples, max(ks))
-    return [sum(bool(set(top[:k].tolist()) & set(ex.local_answers.tolist())) for top, ex in zip(tops, examples))
-            / len(examples) for k in ks]
+    model.eval()
+    found = [0 for _ in ks]
+    with torch.no_grad():
+        for chunk in batches(examples, size):
+            inputs = features.batch(chunk)
+            logits = model(inputs).logits
+            _, mask = targets(features, chunk, inputs.places)
+            for top, e in zip(ranked(logits, mask, inputs.places, max(ks)), chunk):
+                for i, k in enumerate(ks):
+                    found[i] += bool(set(top[:k]) & set(e.answers))
+    return [f / len(examples) for f in found]
 
 
-def baseline_hits(graph: KnowledgeGraph, examples: list[Example], kind: str, k: int, seed: int = 0) -> float:
-    """Hits@k of a non-learned ranking of the subgraph entities: ``degree`` or ``random`` (seeded)."""
-    rng = np.random.default_rng(seed)
-    degree = graph.degree()
-    hits = 0
-    for e in examples:
-        candidates = np.setdiff1d(np.arange(len(e.subgraph.nodes)), e.subgraph.topics)
-        if kind == "degree":
-            top = candidates[np.argsort(-degree[e.subgraph.nodes[candidates]], kind="stable")[:k]]
-        else:
-            top = rng.choice(candidates, min(k, len(candidates)), replace=False)
-        hits += bool(set(top.tolist()) & set(e.local_answers.tolist()))
-    return hits / max(len(examples), 1)
+def batches(examples: list, size: int) -> list[list]:
+    return [examples[lo:lo + size] for lo in range(0, len(examples), size)]
 
 
-def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: TrainConfig, log=None,
+def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config: TrainConfig) -> PathMindNet:
+    return PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                       hidden=config.hidden, hops=config.hops, reading=config.reading)
+
+
+def train(graph: KnowledgeGraph, examples: list[Example], features: Features, config: TrainConfig, log=None,
           progress: bool = False):
-    """Returns (model, history) with the best validation epoch's weights.
-
-    ``progress``: show progress within each epoch (:class:`adapath.progress.Progress`).
-    """
+    """Returns (model, history) with the best validation epoch's weights. Questions whose
+    answers lie outside their subgraph (more than ``hops`` steps away) teach nothing and are
+    left out."""
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    usable = [e for e in examples if len(e.local_answers)]
+    usable = [e for e in examples if e.answers and features.subgraph(e.topics)[-1][e.answers].any()]
     if len(usable) < 4:
-        raise InputError("too few training questions whose answers survive the subgraph bound")
+        raise InputError("too few training questions with an answer within --hops steps of a topic")
     order = rng.permutation(len(usable))
     n_val = max(1, int(round(len(usable) * config.val_fraction)))
     val = [usable[i] for i in order[:n_val]]
     fit = [usable[i] for i in order[n_val:]]
-    featurize.encode_nodes(usable, progress=progress)
-    model = PathMindNet(len(graph.type_names), graph.num_relations, len(examples[0].query),
-                        featurize(examples[0])[1].shape[1], hidden=config.hidden, layers=config.layers,
-                        rounds=config.hops, prior=uses_prior(config), candidate=uses_candidate(config),
-                        candidate_gain=config.candidate_gain, learn_candidate_gain=config.learn_candidate_gain)
+    model = new_model(graph, features, len(usable[0].query), config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     best, best_state, stale, history = -1.0, None, 0, []
     for epoch in range(1, config.epochs + 1):
@@ -274,17 +239,19 @@ def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: Tra
         clock = time.perf_counter()
         total = 0.0
         shuffled = [fit[i] for i in rng.permutation(len(fit))]
-        with _progress(progress, len(fit), f"epoch {epoch}", "questions") as bar:
-            for chunk in _batches(shuffled, max(1, config.batch)):
-                batch = featurize.batch(chunk)
-                loss = batch_loss(model(*batch.inputs)[0], batch, chunk)
+        with Progress(len(fit), f"epoch {epoch}", "questions", quiet=not progress) as bar:
+            for chunk in batches(shuffled, max(1, config.batch)):
+                rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
+                inputs = features.batch(chunk, rows)
+                at = torch.as_tensor(inputs.places.local_of[rows])
+                loss = sampled_bce(model(inputs, at).logits, target, weight)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 total += float(loss.detach()) * len(chunk)
                 bar.advance(len(chunk))
         seconds = time.perf_counter() - clock
-        hits1, hits3 = hits_at_many(model, featurize, val, (1, 3))
+        hits1, hits3 = hits_at_many(model, features, val, (1, 3))
         score = hits1 if config.select == "hits1" else hits3
         history.append({"epoch": epoch, "loss": total / max(len(fit), 1), "val_hits1": hits1, "val_hits3": hits3,
                         "seconds": seconds})
@@ -302,17 +269,6 @@ def train(graph: KnowledgeGraph, examples: list[Example], featurize, config: Tra
     return model, history
 
 
-def uses_prior(config: TrainConfig) -> bool:
-    """The cut's order helps where the cut reads the question; the uniform PPR's order misled the
-    network on the synthetic test data (Hits@3 0.35 against 0.75 without it)."""
-    return config.prior and config.subgraph != "ppr"
-
-
-def uses_candidate(config: TrainConfig) -> bool:
-    """The walk scorer's vote exists only where the Path-Bank guides the cut."""
-    return config.candidate and config.subgraph == "metapath"
-
-
 def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGraph, out: str | Path,
                     history: list[dict] | None = None) -> None:
     from safetensors.torch import save_file
@@ -322,7 +278,7 @@ def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGra
     with atomic_dir(out, overwrite=True) as tmp:
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(json.dumps({
-            "format": "adapath-pathmind", "model": model.config, "train": asdict(config),
+            "format": FORMAT, "version": FORMAT_VERSION, "model": model.config, "train": asdict(config),
             "graph_checksum": graph.checksum(), "history": history or []}, indent=2))
 
 
@@ -333,10 +289,12 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
         raise InputError(f"{path}: not a PathMind model (config.json + model.safetensors)")
     meta = json.loads((path / "config.json").read_text())
-    if meta.get("format") != "adapath-pathmind":
+    if meta.get("format") != FORMAT:
         raise InputError(f"{path}: not a PathMind model")
+    if meta.get("version", 1) != FORMAT_VERSION:
+        raise InputError(f"{path}: a PathMind model of an earlier version (a cut subgraph); train it again "
+                         "with `adapath pathmind train`")
     model = PathMindNet(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     model.eval()
-    # older models: cut by the uniform PPR, no prior input, no walk scorer's vote
-    return model, TrainConfig(**{"subgraph": "ppr", "prior": False, "candidate": False, **meta["train"]})
+    return model, TrainConfig(**meta["train"])

@@ -1,0 +1,93 @@
+"""Top-K entity selection over T rounds, each round's selection seeding the next.
+
+Round 1 looks at the topics' neighbours inside the query subgraph, round t at the
+neighbours of round t-1's selection; each round keeps the K best by priority that no round
+has taken, each with the seed it was reached from (its parent). After T rounds the answer
+set is the K best of everything selected, by priority; each comes with its path back to a
+topic through the parents.
+
+Which priority orders a frontier entity: ``lookahead`` (the default) ranks it by the best
+priority within reach through it in the rounds left (the entity's own included): A*'s
+estimate of the best completion, computed exactly over the subgraph from the learned
+priorities, so a round does not drop the entity that leads to the best answer for one that
+merely looks like an answer. ``greedy`` ranks it by its own priority alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from adapath.kernels.relational import neighbour_max
+
+RULES = ("lookahead", "greedy")
+
+
+@dataclass
+class Selection:
+    rounds: list[list[int]] = field(default_factory=list)  # the entities each round took, best first
+    parent: dict[int, int] = field(default_factory=dict)  # entity -> the seed it was reached from
+    passed: dict[int, int] = field(default_factory=dict)  # candidates no round took -> the seed that reached them
+    final: list[int] = field(default_factory=list)  # the answer set: the K best selected, best first
+
+    def path(self, node: int) -> list[int]:
+        """Nodes from a topic to ``node`` through the parents (a passed-over candidate through
+        the seed that reached it)."""
+        out = [node]
+        if node in self.passed and node not in self.parent:
+            out.append(self.passed[node])
+        while out[-1] in self.parent:
+            out.append(self.parent[out[-1]])
+        return out[::-1]
+
+    def runners_up(self, priority: np.ndarray) -> list[int]:
+        """The candidates no round took, best priority first (ties by the smaller index)."""
+        left = np.array([v for v in self.passed if v not in self.parent], dtype=np.int64)
+        return left[np.lexsort((left, -priority[left]))].tolist() if len(left) else []
+
+
+def lookahead_scores(indptr, indices, priority: np.ndarray, inside: np.ndarray, steps: int) -> list[np.ndarray]:
+    """``out[m][v]``: the best priority within m steps of v inside the subgraph (v included);
+    ``-inf`` outside it."""
+    values = np.where(inside, priority, -np.inf).astype(np.float64)
+    out = [values]
+    for _ in range(steps):
+        out.append(neighbour_max(indptr, indices, out[-1], inside, np.empty_like(values)))
+    return out
+
+
+def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, topics, k: int, rounds: int,
+                    rule: str = "lookahead") -> Selection:
+    """The selection of a question: ``priority`` per node (higher is better), ``inside`` the
+    query subgraph's mask, ``topics`` where the walk starts. Ties go to the smaller index."""
+    if rule not in RULES:
+        raise ValueError(f"selection rule {rule!r}: choose {', '.join(RULES)}")
+    priority = np.asarray(priority, dtype=np.float64)
+    look = lookahead_scores(indptr, indices, priority, inside, rounds - 1) if rule == "lookahead" else None
+    topics = list(dict.fromkeys(int(t) for t in topics))
+    taken = set(topics)
+    seeds = topics
+    out = Selection()
+    for t in range(1, rounds + 1):
+        order = look[rounds - t] if look is not None else priority
+        reached: dict[int, int] = {}  # candidate -> best seed (seeds are visited best first)
+        for seed in seeds:
+            for v in indices[indptr[seed]:indptr[seed + 1]].tolist():
+                if inside[v] and v not in taken and v not in reached:
+                    reached[v] = seed
+        if not reached:
+            break
+        candidates = np.fromiter(reached, dtype=np.int64, count=len(reached))
+        best = candidates[np.lexsort((candidates, -priority[candidates], -order[candidates]))][:k].tolist()
+        for v in best:
+            out.parent[v] = reached[v]
+            taken.add(v)
+        for v, seed in reached.items():
+            out.passed.setdefault(v, seed)
+        out.rounds.append(best)
+        seeds = best
+    chosen = np.array([v for r in out.rounds for v in r], dtype=np.int64)
+    if len(chosen):
+        out.final = chosen[np.lexsort((chosen, -priority[chosen]))][:k].tolist()
+    return out
