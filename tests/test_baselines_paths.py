@@ -439,7 +439,7 @@ def test_reply_readers():
     ("tog", "exhausted=maybe", "choose knowledge or paths"),
     ("tog2", "ranker=cosine", "choose dense or bm25"),
     ("pog", "entity_cap=0", "must be at least 1"),
-    ("structgpt", "max_triples=many", "expected a int"),
+    ("structgpt", "max_triples=many", "expected an integer"),
 ])
 def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, monkeypatch, capsys):
     root, _, _ = generated

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from adapath.llm.base import Generation, GenerationParams
+from adapath.typed import type_phrase
 
 MAX_BODY = 16 * 1024 * 1024
 
@@ -113,7 +114,7 @@ def _number(body: dict, key: str, kind: type, default, low, high):
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
-        raise RequestError(400, f"'{key}' must be a {kind.__name__}")
+        raise RequestError(400, f"'{key}' must be {type_phrase(kind)}")
     if not low <= value <= high:
         raise RequestError(400, f"'{key}' must lie in [{low}, {high}]")
     return kind(value)

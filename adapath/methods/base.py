@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage
 from adapath.llm.base import ParamsArg
+from adapath.typed import parse_as
 
 
 @dataclass(frozen=True)
@@ -189,16 +190,7 @@ class Param:
     help: str
 
     def parse(self, text: str) -> Any:
-        kind = type(self.default)
-        try:
-            if kind is bool:
-                lowered = text.strip().lower()
-                if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return lowered in ("true", "1", "yes")
-            return kind(text)
-        except ValueError:
-            raise InputError(f"--param {self.name}={text!r}: expected a {kind.__name__}") from None
+        return parse_as(text, type(self.default), f"--param {self.name}")
 
 
 @dataclass
