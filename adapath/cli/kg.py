@@ -13,6 +13,7 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     command_group,
+    encoder_option,
     err_console,
     out_console,
     say,
@@ -68,7 +69,7 @@ def kg_info(
     graph_dir: Path = typer.Argument(..., help="Graph directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="Planted BioStrat-QA JSONL: also report each record's pool along its gold meta-path and where the answer's question cosine ranks in it."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     level: str = typer.Option("bare", "--level", help="explicit, implicit or bare: which question text (with --evidence)."),
 ) -> None:
     """Counts per node type and relation, and the degree profile."""
@@ -195,7 +196,7 @@ def import_hpo(
 @kg_app.command("embed")
 def kg_embed(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
     batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
     backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),
