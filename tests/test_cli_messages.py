@@ -44,3 +44,74 @@ def test_a_model_directory_is_accepted_as_an_encoder(tmp_path):
     check_encoder(str(tmp_path))  # a directory: sentence-transformers says whether it holds a model
     with pytest.raises(InputError):
         check_encoder(str(tmp_path / "absent"))
+
+
+# ---------------------------------------------------------------- nothing to do
+@pytest.fixture(scope="module")
+def small_world(tmp_path_factory):
+    """A tiny generated graph, six generated training questions and their Path-Bank."""
+    import json
+
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.datasets.biostrat import training_queries
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+    from adapath.sources.synthetic import generate
+
+    root = tmp_path_factory.mktemp("small")
+    generate(scale=0.01, seed=3).save(root / "kg")
+    graph = KnowledgeGraph.load(root / "kg")
+    records = QueryGenerator(graph).generate(6, seed=1)
+    (root / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    build_bank(graph, training_queries(records), root / "bank", BankConfig(), graph_dir=root / "kg")
+    return root
+
+
+def snapshot(folder):
+    """Every file under ``folder`` with its bytes and modification time."""
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_complete_bank_is_left_as_it_is_and_said_so(small_world, tmp_path, capsys):
+    args = ["bank", "build", "--kg", small_world / "kg", "--queries", f"biostrat:{small_world / 'q.jsonl'}",
+            "--out", tmp_path / "bank", "--workers", "1"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0 and "wrote" in err, err
+    before = snapshot(tmp_path / "bank")
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    assert err.strip().splitlines() == [f"{tmp_path / 'bank'}: complete already (6/6 queries, the same graph, "
+                                        "queries and parameters); nothing written; --force rebuilds it"]
+    assert snapshot(tmp_path / "bank") == before
+    # other parameters: still the one-line refusal, not "complete already"
+    code, _, err = run_cli(args + ["--per-hop", "3"], capsys)
+    assert code == 2 and "cannot be resumed" in err and "per_hop" in err, err
+
+
+def test_a_complete_answer_file_is_left_as_it_is_and_said_so(small_world, tmp_path, capsys):
+    out = tmp_path / "answers.jsonl"
+    args = ["answer", "--kg", small_world / "kg", "--bank", small_world / "bank", "--queries",
+            f"biostrat:{small_world / 'q.jsonl'}", "--out", out, "--encoder", "hashing"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0 and "wrote" in err, err
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(args, capsys)
+    assert code == 0, err
+    assert err.strip().splitlines() == [f"{out}: complete already (6 results, the same settings); nothing written; "
+                                        "--force starts over"]
+    assert snapshot(tmp_path) == before
+
+
+def test_a_complete_node_store_is_left_as_it_is_and_said_so(small_world, tmp_path, capsys):
+    import shutil
+
+    shutil.copytree(small_world / "kg", tmp_path / "kg", ignore=shutil.ignore_patterns("cache"))
+    args = ["kg", "embed", "--kg", tmp_path / "kg", "--encoder", "hashing"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 0 and "wrote" in err, err
+    before = snapshot(tmp_path / "kg" / "cache")
+    assert before
+    code, _, err = run_cli(args, capsys)
+    assert code == 0 and len(err.strip().splitlines()) == 1, err
+    assert "complete already" in err and "nothing written; --force rebuilds it" in err
+    assert snapshot(tmp_path / "kg" / "cache") == before

@@ -147,6 +147,10 @@ def answer_cmd(
                                   progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None
+    if not summary.new:
+        say(f"{out}: complete already ({summary.already} results, the same settings); nothing written; "
+            "--force starts over")
+        return
     say(f"wrote {out}: {summary.new} new results ({summary.already} already there) in {summary.seconds:.1f} s")
     if llm != "none" and summary.new:
         say(f"answers read from the LLM reply: {summary.answer_sources.get('braces', 0)} in braces, "

@@ -243,7 +243,8 @@ def kg_embed(
             raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
         dtype = store.header["dtype"]
         if store.complete:
-            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); --force rebuilds it")
+            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); nothing written; "
+                "--force rebuilds it")
             return
         store.close()
     else:
