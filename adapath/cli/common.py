@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 # One encoder default for every command that embeds text.
 DEFAULT_ENCODER = "minilm"
@@ -72,11 +73,39 @@ def make_llm(spec: str, options: list[str], device: str | None = None, tensor_pa
     return make_backend(spec, llm_options(spec, options, device), tensor_parallel_size=tensor_parallel_size)
 
 
-def command_group(help: str, **kwargs) -> typer.Typer:
+class UsageCommand(TyperCommand):
+    """A command whose usage line names its arguments the usual way (``GRAPH_DIR``,
+    ``[DIRECTORY]``, ``RECORDS...``), not Typer's ``{graph_dir}``; its help and errors too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument" and param.metavar is None:
+                param.metavar = param.name.upper() + ("..." if param.nargs != 1 else "")
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(param.metavar if param.required else f"[{param.metavar}]")
+            else:
+                pieces += param.get_usage_pieces(ctx)
+        return pieces
+
+
+class Commands(typer.Typer):
+    """A Typer app whose commands are ``UsageCommand``s."""
+
+    def command(self, *args, **kwargs):
+        kwargs.setdefault("cls", UsageCommand)
+        return super().command(*args, **kwargs)
+
+
+def command_group(help: str, **kwargs) -> Commands:
     """A sub-command group: plain help (no type column: flags show no value to give, and help
     reads the same in a terminal and a log), help shown when called bare."""
     kwargs.setdefault("no_args_is_help", True)
-    return typer.Typer(help=help, rich_markup_mode=None, **kwargs)
+    return Commands(help=help, rich_markup_mode=None, **kwargs)
 
 
 CACHE_DIR_HELP = ("Where derived caches (BM25 indexes, node embeddings) are written and looked up first; "
