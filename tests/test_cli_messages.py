@@ -115,3 +115,24 @@ def test_a_complete_node_store_is_left_as_it_is_and_said_so(small_world, tmp_pat
     assert code == 0 and len(err.strip().splitlines()) == 1, err
     assert "complete already" in err and "nothing written; --force rebuilds it" in err
     assert snapshot(tmp_path / "kg" / "cache") == before
+
+
+# ---------------------------------------------------------------- one line, nothing before it
+@pytest.mark.parametrize("command", [
+    ["kg", "import", "primekg", "{tmp}/none.csv", "--out", "{tmp}/g"],
+    ["kg", "import", "primekg", "{tmp}/bad.csv", "--out", "{tmp}/g"],  # read, then refused
+    ["kg", "import", "hetionet", "{tmp}/none.json", "--out", "{tmp}/g"],
+    ["kg", "import", "edges", "{tmp}/bad.csv", "--nodes", "{tmp}/bad.csv", "--out", "{tmp}/g"],
+    ["kg", "import", "biostrat", "{tmp}/none.jsonl", "--out", "{tmp}/g"],
+    ["kg", "info", "{tmp}/none"],
+    ["bank", "info", "{tmp}/none"],
+    ["answer", "--kg", "{tmp}/none", "--queries", "biostrat:{tmp}/none.jsonl", "--out", "{tmp}/a.jsonl",
+     "--encoder", "hashing"],
+    ["eval", "--results", "{tmp}/none.jsonl", "--queries", "biostrat:{tmp}/none.jsonl", "--out", "{tmp}/r"],
+    ["llm", "serve", "--llm", "gguf:{tmp}/none.gguf"],
+])
+def test_a_refused_command_writes_its_one_line_and_nothing_else(command, tmp_path, capsys):
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    code, out, err = run_cli([part.format(tmp=tmp_path) for part in command], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("adapath: error: ") and err.count("\n") == 1, repr(err)

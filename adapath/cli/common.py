@@ -24,7 +24,6 @@ def encoder_option(spec: str) -> str:
     return spec
 
 out_console = Console()
-err_console = Console(stderr=True)
 
 
 def say(message: str) -> None:

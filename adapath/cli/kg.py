@@ -14,7 +14,6 @@ from adapath.cli.common import (
     ENCODER_HELP,
     command_group,
     encoder_option,
-    err_console,
     out_console,
     say,
 )
@@ -122,16 +121,13 @@ def import_primekg(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import PrimeKG's kg.csv (streamed; x_index/y_index stay the node ids)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+    from adapath.progress import Progress
     from adapath.sources.primekg import load_primekg
 
     start = time.perf_counter()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err_console, transient=True) as progress:
-        task = progress.add_task("reading kg.csv")
-        graph = load_primekg(kg_csv, nodes=nodes, progress=lambda rows: progress.update(
-            task, description=f"reading kg.csv: {rows:,} rows"))
+    # the project's progress: a bar on a terminal only, so an error is the one line on stderr
+    with Progress(None, "reading kg.csv", unit="rows") as bar:
+        graph = load_primekg(kg_csv, nodes=nodes, progress=bar.update)
     _save_imported(graph, out, force, start)
 
 
