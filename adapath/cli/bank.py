@@ -65,6 +65,7 @@ def bank_build(
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.executors import make_executor
     from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
+    from adapath.datasets.specs import refused_under
     from adapath.engine.graph import KnowledgeGraph
     from adapath.progress import Progress
 
@@ -79,7 +80,11 @@ def bank_build(
         raise InputError(f"--device {device!r}: choose cpu or cuda")
     runner = make_executor(executor, workers=workers, ray_address=ray_address,
                            threads_per_worker=threads_per_worker, pipeline=pipeline)
-    training = training_queries(load_records(parse_spec(queries)))
+    path = parse_spec(queries)
+    try:
+        training = training_queries(load_records(path))
+    except InputError as exc:
+        raise refused_under("biostrat", path, exc) from None
     if not training:
         raise InputError(f"{queries}: no records")
     graph = KnowledgeGraph.load(kg)
