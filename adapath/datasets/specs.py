@@ -128,6 +128,8 @@ def fitting_kind(path: str | Path) -> str | None:
         return None
     try:
         record = json.loads(first)
+    except RecursionError:
+        return None
     except ValueError:
         header = {name.strip() for name in first.strip().split(",")}
         return "stark" if {"id", "query", "answer_ids"} <= header else None
