@@ -136,3 +136,40 @@ def test_a_refused_command_writes_its_one_line_and_nothing_else(command, tmp_pat
     code, out, err = run_cli([part.format(tmp=tmp_path) for part in command], capsys)
     assert code == 2 and out == ""
     assert err.startswith("adapath: error: ") and err.count("\n") == 1, repr(err)
+
+
+# ---------------------------------------------------------------- adapath methods
+def test_the_methods_table_fits_80_columns_in_under_60_lines():
+    import os
+    import subprocess
+    import sys
+
+    from adapath.methods.registry import all_methods
+
+    done = subprocess.run([sys.executable, "-m", "adapath.cli", "methods"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "80"}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) < 60 and max(len(line) for line in lines) <= 80
+    # one line per method: its name first, its LLM calls last
+    for spec in all_methods().values():
+        (row,) = [line for line in lines if line.split(" ", 1)[0] == spec.name]
+        assert row.endswith(spec.calls or "-")
+
+
+def test_one_method_in_full_as_plain_text(capsys):
+    from adapath.methods.registry import all_methods
+
+    code, out, _ = run_cli(["methods", "tog"], capsys)
+    assert code == 0 and out.startswith("tog: Think-on-Graph")
+    flat = " ".join(out.split())  # wrapped lines read as one text
+    spec = all_methods()["tog"]
+    assert "official code: IDEA-FinAI/ToG (https://github.com/IDEA-FinAI/ToG)" in flat
+    assert "width=3: beam width: relations kept per entity and reasoning paths kept per depth" in flat
+    for deviation in spec.deviations:
+        assert f"- {' '.join(deviation.split())}" in flat
+    assert "structgpt" not in out
+    code, out, _ = run_cli(["methods", "--long"], capsys)
+    assert code == 0 and all(f"\n{name}: " in "\n" + out for name in all_methods())
+    code, _, err = run_cli(["methods", "togg"], capsys)
+    assert code == 2 and err.startswith("adapath: error: --method 'togg': choose from") and err.count("\n") == 1

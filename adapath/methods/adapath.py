@@ -588,7 +588,7 @@ METHODS = [MethodSpec(
     "adapath", "Path-Bank meta-paths guide a typed walk from the topic; every walk weighed, or an LLM or "
     "cosine beam",
     "AdaPath (Path-Bank retrieval Eq. 6, control signals, guided traversal, §3.2)", _build,
-    llm="optional", needs=("bank",),
+    llm="optional", needs=("bank",), calls="0, LLM ≤ D+2",
     params=(Param("metapath", True, "follow retrieved meta-paths (false: free BFS, the w/o meta-path ablation)"),
             Param("plan", "bank", "where meta-paths come from: bank, or llm (the w/o Path-Bank ablation)"),
             Param("scorer", "auto", "walk (every walk along the meta-paths, weighed by the query; picks what "

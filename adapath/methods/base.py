@@ -233,6 +233,7 @@ class MethodSpec:
     params: tuple[Param, ...] = ()
     path_finding: bool = True  # its results carry graph paths (Table 4 rows)
     repository: str = ""  # the official code it follows, "owner/name" ("" when there is none)
+    calls: str = ""  # LLM calls per question, a short bound ("1", "<= 2D+1 = 7"); "" when not stated
     # Every way it still differs from that code by default, each with its reason.
     deviations: tuple[str, ...] = ()
 

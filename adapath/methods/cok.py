@@ -228,6 +228,7 @@ METHODS = [
                "and a final answer",
         "Chain-of-Knowledge (Li et al., ICLR 2024), the knowledge graph as its knowledge source",
         _build, llm="required", path_finding=True, repository="DAMO-NLP-SG/chain-of-knowledge",
+        calls="2 or 8",
         deviations=(
             "every domain is served by the one knowledge graph (the authors map domains to Wikidata, "
             "Wikipedia, UpToDate and others): the graph is the only source here, so domain selection is "
@@ -250,7 +251,7 @@ METHODS = [
     MethodSpec(
         "cok-facts", "one prompt: the best one-hop KG facts of the topic entities ground a chain of thought "
                      "(the AdaPath paper's single-call Chain-of-Knowledge; no sampling, no per-step editing)",
-        "Chain-of-Knowledge as the AdaPath paper's §4.2 runs it", _build_facts, llm="required", path_finding=True,
+        "Chain-of-Knowledge as the AdaPath paper's §4.2 runs it", _build_facts, llm="required", path_finding=True, calls="1",
         repository="DAMO-NLP-SG/chain-of-knowledge",
         deviations=("one call: none of the authors' domain selection, self-consistency gate, per-rationale "
                     "retrieval and editing or consolidation (kept as the AdaPath paper's variant)",),

@@ -244,7 +244,7 @@ METHODS = [MethodSpec(
                  "the graph reviews them; rejected ones are revised from the question alone; then it answers "
                  "(review=oracle: the exact-edge lookup instead of the scorer, an upper bound)",
     "KGARevion (Su et al. 2025; extract, generate, review, revise, answer)", _build, llm="required",
-    path_finding=True, repository="mims-harvard/KGARevion",
+    path_finding=True, repository="mims-harvard/KGARevion", calls="≥ 3",
     deviations=(
         "the review is a DistMult embedding trained on the graph's triplets with a threshold set on held-out "
         "triplets, not an LLM fine-tuned over RotatE embeddings: no fine-tuned reviewer model can be shipped or "

@@ -147,7 +147,7 @@ METHODS = [MethodSpec(
             Param("max_triples", 60, "triples read per relation per step (a seeded sample beyond)"),
             Param("seed", 42, "seed of the triple samples"),
             s.exhausted_param("StructGPT")),
-    repository="RUCAIBox/StructGPT",
+    repository="RUCAIBox/StructGPT", calls="≤ 2D+1 = 5",
     deviations=(
         "prompts are zero-shot as the original's KGQA prompts, in this project's words; the reading prompt asks "
         "for the answer in braces (or an option letter) after 'The final answers:' so that one reader reads "

@@ -378,6 +378,7 @@ METHODS = [MethodSpec(
             "hybrid reasoning with clues). A node without a description is given its name, type and typed "
             "one-hop facts as its text, so it can be reached (bare_nodes=skip drops such nodes)",
     "Think-on-Graph 2.0 (Ma et al., ICLR 2025)", _build, llm="required", repository="IDEA-FinAI/ToG-2",
+    calls="≤ 2D+3 = 9",
     deviations=(
         "node descriptions stand in for the Wikipedia pages ToG-2 retrieves from, and a node without one gets "
         "its name and typed one-hop facts as text (ToG-2 drops an entity without a page; in the 898 BioStrat-QA "
