@@ -452,3 +452,38 @@ def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, 
                             "--param", param], capsys)
     assert code == 2 and message in err and "Traceback" not in err
     assert not out.exists()
+
+
+def three_hop_structgpt_world():
+    """topicdrug -ra- alpha -rb- beta -rc- gamma (the 3-hop gold path), with a decoy at each step;
+    the script picks the gold relation at each step and answers once it reads (beta, rc, gamma)."""
+    names = ("topicdrug", "alpha", "beta", "gamma", "decoy1", "decoy2", "decoy3")
+    g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("alpha", "rb", "beta"), ("beta", "rc", "gamma"),
+                           ("topicdrug", "rd", "decoy1"), ("alpha", "rd", "decoy2"), ("beta", "rd", "decoy3")])
+    backend = ScriptedBackend(rules={
+        "Relations already chosen: ra, rb": "The relevant relation: rc",
+        "Relations already chosen: ra": "The relevant relation: rb",
+        "Candidate relations:": "The relevant relation: ra",
+        "(beta, rc, gamma)": "The final answers: {gamma}",
+        "Read the knowledge-graph triples": "Need further information",
+    }, default="{unknown}")
+    q = Query("q", "explicit", "What does the partner of the drug's target connect to?", tuple(ids(g, "topicdrug")))
+    return g, backend, q
+
+
+def test_structgpt_reaches_a_three_hop_gold_path_by_default():
+    g, backend, q = three_hop_structgpt_world()
+    (result,) = build("structgpt", g, backend).answer([q])
+    t, a, b, c = ids(g, "topicdrug", "alpha", "beta", "gamma")
+    assert result.paths == [[[t, "ra", a], [a, "rb", b], [b, "rc", c]]]
+    assert result.answer == "gamma" and result.answer_source == "braces"
+    assert result.extra["relations_followed"] == ["ra", "rb", "rc"] and result.usage["calls"] == 6  # 3 x (pick, read)
+    assert_real_walks(g, q, result)
+
+
+def test_structgpt_d2_keeps_the_official_two_steps():
+    g, backend, q = three_hop_structgpt_world()
+    (result,) = build("structgpt-d2", g, backend).answer([q])
+    assert result.extra["relations_followed"] == ["ra", "rb"]
+    assert max(len(p) for p in result.paths) == 2 and result.answer != "gamma"
+    assert result.usage["calls"] == 5  # 2 x (pick, read), then the answer from the model's own knowledge
