@@ -226,7 +226,8 @@ def test_tog2_prompts_hold_the_chunk_ranked_first_and_the_clue():
         "Start your reply with {Yes}": "{No}. Still missing: {substrates of the gut enzyme}",
     })
     q = Query("q", "explicit", "Which gut enzyme cleaves glucoside bonds?", tuple(ids(g, "topicdrug")))
-    (result,) = build("tog2", g, backend, gate=False, ranker="bm25", chunk_sentences=1, width=1).answer([q])
+    (result,) = build("tog2", g, backend, gate=False, ranker="bm25", chunk_sentences=1, width=1,
+                      clue=True).answer([q])
     # hand-worked BM25: of the candidates' chunks only "Beta cleaves glucoside bonds." and "It is a
     # gut enzyme." share words with the question; alpha's chunks score 0. The first has three
     # query words, so it ranks first, beta is the one entity kept, and that sentence heads the
@@ -242,6 +243,40 @@ def test_tog2_prompts_hold_the_chunk_ranked_first_and_the_clue():
     assert result.paths == [[[t, "ra", b], [b, "rb", c]]]
     assert result.explored == {"1": [a, b], "2": [c]}
     assert_real_walks(g, q, result)
+
+
+class RecordingEncoder(HashingEncoder):
+    """The hashing encoder, keeping every text it was asked to encode."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts = []
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return super().encode(texts)
+
+
+@pytest.mark.parametrize("clue", [False, True])
+def test_tog2_feeds_the_clue_back_only_when_asked(clue):
+    names = ("topicdrug", "alpha", "beta", "gamma")
+    g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("alpha", "rb", "beta"), ("beta", "rc", "gamma")])
+    backend = ScriptedBackend(rules={"For each entity": lambda p: "Entity 1: x\n{ra (Score: 9)}"
+                                     if "Entity 1: topicdrug" in p else "Entity 1: x\n{rb (Score: 9)}",
+                                     "Start your reply with {Yes}": "{No}. Still missing: {substrates of the enzyme}"})
+    q = Query("q", "explicit", "Which enzyme?", tuple(ids(g, "topicdrug")))
+    spec = get_method("tog2")
+    context = MethodContext(g, None, backend, "hashing", params=spec.resolve_params(
+        {"gate": "false", "width": "1", "max_depth": "2", "clue": str(clue)}))
+    context._encoder = encoder = RecordingEncoder()
+    (result,) = spec.make(context).answer([q])
+    reasoning = [p for p in backend.seen if p.startswith("Decide whether")]
+    assert len(reasoning) == 2
+    # the official main: the clue slot stays empty, every retrieval query is the question alone
+    assert ("Clue from the previous round: substrates of the enzyme" in reasoning[1]) is clue
+    assert ("Which enzyme? substrates of the enzyme" in encoder.texts) is clue
+    assert "Which enzyme?" in encoder.texts
+    assert result.extra["clue"] == ("substrates of the enzyme" if clue else "")
 
 
 def test_tog2_dense_ranking_with_an_encoder():

@@ -300,6 +300,8 @@ _DEVIATIONS = (
     "reflection's candidates are every entity of the explored subgraph not explored now (the original's "
     "loop, by its indentation, offers the expanded entities and only the members of lists longer than 70)",
     "the final answer prompts close with this project's answer format (braces, or an option letter)",
+    "a long entity list keeps the names most similar to the question under this project's --encoder "
+    "(minilm by default) where the official code uses msmarco-distilbert-base-tas-b",
 )
 
 METHODS = [
