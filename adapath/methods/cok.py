@@ -25,8 +25,9 @@ Calls per question: 2 when the samples agree (domains, one request for the sampl
 Each stage of a batch is one backend batch. The retrieved facts are the result's one-hop
 ``paths`` and their far ends its depth-1 ``explored`` set.
 
-``cok-facts`` is the single-call variant the AdaPath paper describes: the ``triplets`` (30)
-best one-hop facts of the topic entities in one chain-of-thought prompt.
+``cok-facts`` is this project's single-call variant, described by neither the CoK paper nor the
+AdaPath paper: the ``triplets`` (30) best one-hop facts of the topic entities in one
+chain-of-thought prompt.
 """
 
 from __future__ import annotations
@@ -250,11 +251,13 @@ METHODS = [
                 Param("seed", 42, "seed of the first sample; sample i uses seed + i"))),
     MethodSpec(
         "cok-facts", "one prompt: the best one-hop KG facts of the topic entities ground a chain of thought "
-                     "(the AdaPath paper's single-call Chain-of-Knowledge; no sampling, no per-step editing)",
-        "Chain-of-Knowledge as the AdaPath paper's §4.2 runs it", _build_facts, llm="required", path_finding=True, calls="1",
+                     "(this project's single-call variant of Chain-of-Knowledge; no sampling, no per-step editing)",
+        "a single-call variant of Chain-of-Knowledge (Li et al., ICLR 2024) made for this project",
+        _build_facts, llm="required", path_finding=True, calls="1",
         repository="DAMO-NLP-SG/chain-of-knowledge",
         deviations=("one call: none of the authors' domain selection, self-consistency gate, per-rationale "
-                    "retrieval and editing or consolidation (kept as the AdaPath paper's variant)",),
+                    "retrieval and editing or consolidation; a variant of this project's, which neither the CoK "
+                    "paper nor the AdaPath paper describes",),
         params=(Param("triplets", 30, "facts put into the prompt"), *_RANKING,
                 Param("max_tokens", 256, "most tokens in the reply"))),
 ]
