@@ -27,7 +27,7 @@ from adapath.engine.traverse import (
 from adapath.engine.walks import DAMPING
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
-from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
+from adapath.llm.parse import lenient_reading, parse_choice, parse_control, read_answer, read_option
 from adapath.methods.answer_type import combine, wh_phrase
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
@@ -629,5 +629,6 @@ METHODS = [MethodSpec(
         "turns it off",
         "the ablations are parameters, not separate methods: metapath=false (w/o meta-path: free BFS with the "
         "same scorer) and plan=llm (w/o Path-Bank: the LLM proposes the meta-paths)",
+        "with an LLM, " + lenient_reading("a candidate entity of its paths (or an option)", "the best path's end"),
     ),
 )]

@@ -39,7 +39,7 @@ import numpy as np
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm import rationale_prompts as rp
-from adapath.llm.parse import parse_answer, read_option, read_reply
+from adapath.llm.parse import lenient_reading, parse_answer, read_option, read_reply
 from adapath.methods import _rationales as ra
 from adapath.methods._kg_facts import Fact, Resolver, fact_edge, fact_names, facts_of, rank_facts
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
@@ -219,6 +219,7 @@ def _build_facts(context: MethodContext) -> FactsPrompt:
                        p["prefilter"], p["max_tokens"])
 
 
+_READER = lenient_reading("an entity of the retrieved facts (or an option)", "the best-ranked fact's far end")
 _RANKING = (Param("alpha", 0.5, "weight of the encoder's cosine against BM25 in the fact ranking"),
             Param("prefilter", 200, "facts kept by BM25 before embedding"))
 
@@ -240,7 +241,8 @@ METHODS = [
             "samples are n seeded copies of the prompt in one batch when the backend takes no n parameter; "
             "they are charged as the one request they stand for",
             "worked examples are biomedical, in this project's words, in the authors' format and number "
-            "(6 chain-of-thought, 4 domain, 3 query, 2 edit examples)"),
+            "(6 chain-of-thought, 4 domain, 3 query, 2 edit examples)",
+            _READER),
         params=(Param("samples", 10, "chains of thought sampled in stage 1"),
                 Param("temperature", 0.7, "their sampling temperature"),
                 Param("voters", 5, "the first this many samples that state an answer vote (the authors' code)"),
@@ -257,7 +259,7 @@ METHODS = [
         repository="DAMO-NLP-SG/chain-of-knowledge",
         deviations=("one call: none of the authors' domain selection, self-consistency gate, per-rationale "
                     "retrieval and editing or consolidation; a variant of this project's, which neither the CoK "
-                    "paper nor the AdaPath paper describes",),
+                    "paper nor the AdaPath paper describes", _READER),
         params=(Param("triplets", 30, "facts put into the prompt"), *_RANKING,
                 Param("max_tokens", 256, "most tokens in the reply"))),
 ]

@@ -302,6 +302,7 @@ _DEVIATIONS = (
     "the final answer prompts close with this project's answer format (braces, or an option letter)",
     "a long entity list keeps the names most similar to the question under this project's --encoder "
     "(minilm by default) where the official code uses msmarco-distilbert-base-tas-b",
+    s.READER_DEVIATION,
 )
 
 METHODS = [

@@ -158,6 +158,7 @@ _DEVIATIONS = (
     "each step is a fresh prompt; the original keeps a chat history per step and resets it after the "
     "relation choice",
     "a long fact list is cut to a seeded sample of max_triples (60, the original's WebQSP setting)",
+    s.READER_DEVIATION,
 )
 
 METHODS = [

@@ -174,5 +174,6 @@ METHODS = [MethodSpec(
         "letter), so that one reader reads every method",
         "ToG's Freebase-only relation filter (abandon_rels) and the removal of relations already followed "
         "have no PrimeKG counterpart; a walk never revisits its own nodes instead",
+        s.READER_DEVIATION,
     ),
 )]

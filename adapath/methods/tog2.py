@@ -393,7 +393,8 @@ METHODS = [MethodSpec(
         "worked examples are biomedical, in this project's words, in the authors' format and number (the "
         "gate's chain of thought has 3)",
         "chunks and sentences are ranked with this project's --encoder (minilm by default) where the official "
-        "code ranks them with BAAI/bge-large-en-v1.5 ('bge-bi'); ranker=bm25 is ToG-2's other option"),
+        "code ranks them with BAAI/bge-large-en-v1.5 ('bge-bi'); ranker=bm25 is ToG-2's other option",
+        s.READER_DEVIATION),
     params=(Param("width", 3, "relations per entity and entities kept per depth"),
             Param("max_depth", 3, "most hops searched"),
             Param("sample_at", 50, "neighbour lists this long or longer are cut to a seeded sample of this size"),
