@@ -50,19 +50,12 @@ def test_a_model_directory_is_accepted_as_an_encoder(tmp_path):
 @pytest.fixture(scope="module")
 def small_world(tmp_path_factory):
     """A tiny generated graph, six generated training questions and their Path-Bank."""
-    import json
-
     from adapath.bank.build import BankConfig, build_bank
     from adapath.datasets.biostrat import training_queries
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.sources.synthetic import generate
+    from tests.helpers import generated_world
 
     root = tmp_path_factory.mktemp("small")
-    generate(scale=0.01, seed=3).save(root / "kg")
-    graph = KnowledgeGraph.load(root / "kg")
-    records = QueryGenerator(graph).generate(6, seed=1)
-    (root / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    graph, records = generated_world(root, graph_seed=3, questions=6, question_seed=1)
     build_bank(graph, training_queries(records), root / "bank", BankConfig(), graph_dir=root / "kg")
     return root
 
