@@ -8,6 +8,10 @@ rate and time left. When it is not (nohup, Slurm, a pipe), a line such as
 is written every ``interval`` seconds, and a closing line with the total time when at
 least one such line was written (short loops stay silent; their caller reports them).
 
+The rate and the time left are measured from the end of the first step (the first call that
+finished work), so its warm-up (JIT compilation, a model load, the first batch's caches) does
+not stretch the estimate; until a second step finishes a line says how long the first took.
+
     with Progress(len(items), "epoch 3", unit="questions") as bar:
         for batch in batches:
             ...
@@ -62,41 +66,54 @@ class Progress:
         self.detail = ""  # what the loop is doing inside a step (an LLM call, say)
         self.lines = 0
         self.start = self.clock()
+        self._steady: tuple[float, int] | None = None  # (time, done) when the first step finished
         self._next_line = self.start + self.interval
         self._bar = self._task = None
         if self.use_bar:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
-                                     console=Console(file=self.stream), transient=True)
+                                     TextColumn("{task.fields[rate]}"), console=Console(file=self.stream),
+                                     transient=True)
             self._bar.start()
             self._task = self._bar.add_task(label, total=total, rate="")
 
-    def rate(self) -> float:
-        """Units per second since the start (work this run did)."""
-        return (self.done - self.initial) / max(self.clock() - self.start, 1e-9)
+    def rate(self) -> float | None:
+        """Units per second since the first step finished (None until a second one has)."""
+        if self._steady is None or self.done == self._steady[1]:
+            return None
+        since, base = self._steady
+        return (self.done - base) / max(self.clock() - since, 1e-9)
+
+    def _pace(self) -> str:
+        """The rate and time left, or what stands in for them while they are not known yet."""
+        rate = self.rate()
+        if rate is None:
+            if self._steady is None:
+                return "first step running"
+            return f"first step took {format_seconds(self._steady[0] - self.start)} (warm-up, left out of the rate)"
+        text = f"{rate:.1f} {self.unit}/s"
+        if self.total is not None:
+            text += f", ETA {format_seconds((self.total - self.done) / rate) if rate > 0 else '?'}"
+        return text
 
     def set_total(self, total: int | None, done: int = 0) -> None:
         """Size the loop once it is known; ``done`` units were finished by an earlier run."""
         self.total, self.done, self.initial = total, done, done
+        self._steady = None  # the rate starts again from the next step
         if self._bar is not None:
             self._bar.update(self._task, total=total, completed=done)
 
     def line(self) -> str:
         """The plain progress line for the current state."""
-        rate = self.rate()
         text = f"{self.label}: {self.done}"
         if self.total is not None:
             text += f"/{self.total} {self.unit} ({100 * self.done / max(self.total, 1):.0f}%)"
         else:
             text += f" {self.unit}"
-        text += f", {rate:.1f} {self.unit}/s"
-        if self.total is not None:
-            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            text += f", ETA {format_seconds(eta) if eta != float('inf') else '?'}"
+        text += f", {self._pace()}"
         if self.detail:
             text += f"; {self.detail}"
         return text
@@ -113,11 +130,13 @@ class Progress:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
+        now = self.clock()
+        if n > 0 and self._steady is None:
+            self._steady = (now, self.done)
         if self._bar is not None:
-            rate = f"{self.rate():.1f} {self.unit}/s" + (f"  {self.detail}" if self.detail else "")
+            rate = self._pace() + (f"  {self.detail}" if self.detail else "")
             self._bar.update(self._task, completed=self.done, rate=rate)
             return
-        now = self.clock()
         if now >= self._next_line:
             self._write(self.line())
             self._next_line = now + self.interval
@@ -126,10 +145,11 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
-        elif self.lines:
+        elif self.lines:  # the whole run, warm-up included
             elapsed = self.clock() - self.start
+            overall = (self.done - self.initial) / max(elapsed, 1e-9)
             self._write(f"{self.label}: {self.done - self.initial} {self.unit} in {format_seconds(elapsed)}, "
-                        f"{self.rate():.1f} {self.unit}/s")
+                        f"{overall:.1f} {self.unit}/s")
 
     def _write(self, text: str) -> None:
         self.stream.write(text + "\n")

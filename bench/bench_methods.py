@@ -45,7 +45,7 @@ PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
 # ToG's paper states 2ND+D+1 (22 at N=3, D=3); its official loop scores the tails of every relation
 # each of the N entities keeps (up to N each), so its worst case is D(N + N*N + 1) + 1.
 BOUND = {"tog": ("D(N+N*N+1)+1, N=3 D=3 (the official loop; the paper states 2ND+D+1 = 22)", 40),
-         "structgpt": ("2D+1, D=2", 5), "sc": ("1 request of k", 1),
+         "structgpt": ("2D+1, D=3", 7), "structgpt-d2": ("2D+1, D=2", 5), "sc": ("1 request of k", 1),
          "io": ("1", 1), "cot": ("1", 1)}
 
 

@@ -1,4 +1,6 @@
-"""Small random graphs for tests."""
+"""Small random graphs and generated question sets for tests."""
+
+import json
 
 import numpy as np
 
@@ -21,3 +23,16 @@ def random_graph(seed, n=40, m=200, isolated=0):
         type_names=TYPES, relation_names=RELS,
         relation_descriptions=tuple(f"about {r}" for r in RELS),
     )
+
+
+def generated_world(root, graph_seed, questions, question_seed, name="q.jsonl", scale=0.01):
+    """A generated graph saved in ``root/kg`` and ``questions`` generated records written to
+    ``root/name``; returns (graph, records)."""
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.sources.synthetic import generate
+
+    generate(scale=scale, seed=graph_seed).save(root / "kg")
+    graph = KnowledgeGraph.load(root / "kg")
+    records = QueryGenerator(graph).generate(questions, seed=question_seed)
+    (root / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return graph, records

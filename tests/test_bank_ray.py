@@ -22,9 +22,7 @@ import pytest
 from adapath.bank.build import BankConfig, build_bank
 from adapath.bank.executors.local import LocalExecutor
 from adapath.datasets.biostrat import training_queries
-from adapath.datasets.generate import QueryGenerator
-from adapath.engine.graph import KnowledgeGraph
-from adapath.sources.synthetic import generate
+from tests.helpers import generated_world
 
 ray = pytest.importorskip("ray")
 
@@ -45,10 +43,7 @@ def cluster():
 def job(tmp_path_factory):
     """A tiny graph, 24 training queries and their bank built locally (the reference)."""
     root = tmp_path_factory.mktemp("bank_ray")
-    generate(scale=0.01, seed=5).save(root / "kg")
-    graph = KnowledgeGraph.load(root / "kg")
-    records = QueryGenerator(graph).generate(24, seed=4)
-    (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    graph, records = generated_world(root, graph_seed=5, questions=24, question_seed=4, name="train.jsonl")
     queries = training_queries(records)
     build_bank(graph, queries, root / "local", BankConfig(batch=5), LocalExecutor(threads=1),
                graph_dir=root / "kg")

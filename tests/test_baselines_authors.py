@@ -156,7 +156,7 @@ STRUCT_MARKS = (("relation", "Candidate relations:"), ("read", "Read the knowled
                 ("knowledge", "From what you know"))
 
 
-def test_structgpt_reads_two_steps_without_narrowing_then_its_own_knowledge():
+def test_structgpt_d2_reads_two_steps_without_narrowing_then_its_own_knowledge():
     g = hand_graph(CHAIN)
     backend = ScriptedBackend(rules={
         "Relations already chosen: r1": "The relevant relation: r2",
@@ -164,10 +164,10 @@ def test_structgpt_reads_two_steps_without_narrowing_then_its_own_knowledge():
         "Read the knowledge-graph triples": "Need further information",
     }, default="The final answers: {a3}")
     q = Query("q", "explicit", QUESTION, (100,))
-    (result,) = build("structgpt", g, backend).answer([q])
+    (result,) = build("structgpt-d2", g, backend).answer([q])
     # by hand: step 1 picks r1 and reads (topic, r1, a1), (topic, r1, b1); both tails go on (no
     # narrowing call); step 2 picks r2 from a1 and b1 and reads a1's two r2 triples; 2 steps
-    # (the default) without an answer: one call from the model's own knowledge
+    # (the official depth) without an answer: one call from the model's own knowledge
     assert stages(backend, STRUCT_MARKS) == ["relation", "read", "relation", "read", "knowledge"]
     assert result.usage["calls"] == 5 == 2 * 2 + 1
     assert "You start from: topic" in backend.seen[2] and "(a1, r2, a2)" in backend.seen[3]
@@ -183,11 +183,29 @@ def test_structgpt_reads_two_steps_without_narrowing_then_its_own_knowledge():
 def test_every_baseline_names_its_repository_and_deviations():
     methods = all_methods()
     for name, repo in (("tog", "IDEA-FinAI/ToG"), ("pog", "liyichen-cly/PoG"), ("pog-d3", "liyichen-cly/PoG"),
-                       ("structgpt", "RUCAIBox/StructGPT")):
+                       ("structgpt", "RUCAIBox/StructGPT"), ("structgpt-d2", "RUCAIBox/StructGPT")):
         assert methods[name].repository == repo and methods[name].deviations
     for name in ("io", "cot", "sc", "adapath", "pathmind"):
         assert methods[name].deviations
     assert "depth 3" in methods["pog-d3"].summary and methods["pog"].resolve_params({})["max_depth"] == 4
+    # the AdaPath paper's one three-hop limit by default; the official 2 steps as a listed variant
+    assert methods["structgpt"].resolve_params({})["max_depth"] == 3
+    assert methods["structgpt-d2"].resolve_params({})["max_depth"] == 2 and "2 reading steps" in \
+        methods["structgpt-d2"].summary
+
+
+def test_every_method_that_reads_an_llm_reply_lists_the_readers_fall_backs():
+    # the fall-backs (a named candidate, a stated answer, the best path's end) are in no official
+    # code; pathmind reads its reply the same way but its module is being rewritten elsewhere
+    methods = all_methods()
+    readers = [name for name, spec in methods.items() if spec.llm != "none" and name != "pathmind"]
+    assert len(readers) >= 13
+    for name in readers:
+        listed = [d for d in methods[name].deviations if "shared reader's fall-backs" in d]
+        assert len(listed) == 1, name
+        assert "'mentioned'" in listed[0] and "'stated'" in listed[0] and "answer-sources table" in listed[0]
+    for name in ("tog", "tog2", "pog", "pog-d3", "structgpt", "structgpt-d2", "adapath", "cok"):
+        assert "('best-path')" in next(d for d in methods[name].deviations if "fall-backs" in d), name
 
 
 # ---------------------------------------------------------------- cost accounting

@@ -226,7 +226,8 @@ def test_tog2_prompts_hold_the_chunk_ranked_first_and_the_clue():
         "Start your reply with {Yes}": "{No}. Still missing: {substrates of the gut enzyme}",
     })
     q = Query("q", "explicit", "Which gut enzyme cleaves glucoside bonds?", tuple(ids(g, "topicdrug")))
-    (result,) = build("tog2", g, backend, gate=False, ranker="bm25", chunk_sentences=1, width=1).answer([q])
+    (result,) = build("tog2", g, backend, gate=False, ranker="bm25", chunk_sentences=1, width=1,
+                      clue=True).answer([q])
     # hand-worked BM25: of the candidates' chunks only "Beta cleaves glucoside bonds." and "It is a
     # gut enzyme." share words with the question; alpha's chunks score 0. The first has three
     # query words, so it ranks first, beta is the one entity kept, and that sentence heads the
@@ -242,6 +243,40 @@ def test_tog2_prompts_hold_the_chunk_ranked_first_and_the_clue():
     assert result.paths == [[[t, "ra", b], [b, "rb", c]]]
     assert result.explored == {"1": [a, b], "2": [c]}
     assert_real_walks(g, q, result)
+
+
+class RecordingEncoder(HashingEncoder):
+    """The hashing encoder, keeping every text it was asked to encode."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts = []
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return super().encode(texts)
+
+
+@pytest.mark.parametrize("clue", [False, True])
+def test_tog2_feeds_the_clue_back_only_when_asked(clue):
+    names = ("topicdrug", "alpha", "beta", "gamma")
+    g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("alpha", "rb", "beta"), ("beta", "rc", "gamma")])
+    backend = ScriptedBackend(rules={"For each entity": lambda p: "Entity 1: x\n{ra (Score: 9)}"
+                                     if "Entity 1: topicdrug" in p else "Entity 1: x\n{rb (Score: 9)}",
+                                     "Start your reply with {Yes}": "{No}. Still missing: {substrates of the enzyme}"})
+    q = Query("q", "explicit", "Which enzyme?", tuple(ids(g, "topicdrug")))
+    spec = get_method("tog2")
+    context = MethodContext(g, None, backend, "hashing", params=spec.resolve_params(
+        {"gate": "false", "width": "1", "max_depth": "2", "clue": str(clue)}))
+    context._encoder = encoder = RecordingEncoder()
+    (result,) = spec.make(context).answer([q])
+    reasoning = [p for p in backend.seen if p.startswith("Decide whether")]
+    assert len(reasoning) == 2
+    # the official main: the clue slot stays empty, every retrieval query is the question alone
+    assert ("Clue from the previous round: substrates of the enzyme" in reasoning[1]) is clue
+    assert ("Which enzyme? substrates of the enzyme" in encoder.texts) is clue
+    assert "Which enzyme?" in encoder.texts
+    assert result.extra["clue"] == ("substrates of the enzyme" if clue else "")
 
 
 def test_tog2_dense_ranking_with_an_encoder():
@@ -439,7 +474,7 @@ def test_reply_readers():
     ("tog", "exhausted=maybe", "choose knowledge or paths"),
     ("tog2", "ranker=cosine", "choose dense or bm25"),
     ("pog", "entity_cap=0", "must be at least 1"),
-    ("structgpt", "max_triples=many", "expected a int"),
+    ("structgpt", "max_triples=many", "expected an integer"),
 ])
 def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, monkeypatch, capsys):
     root, _, _ = generated
@@ -452,3 +487,38 @@ def test_bad_parameters_get_one_line(name, param, message, generated, tmp_path, 
                             "--param", param], capsys)
     assert code == 2 and message in err and "Traceback" not in err
     assert not out.exists()
+
+
+def three_hop_structgpt_world():
+    """topicdrug -ra- alpha -rb- beta -rc- gamma (the 3-hop gold path), with a decoy at each step;
+    the script picks the gold relation at each step and answers once it reads (beta, rc, gamma)."""
+    names = ("topicdrug", "alpha", "beta", "gamma", "decoy1", "decoy2", "decoy3")
+    g = hand_graph(names, [("topicdrug", "ra", "alpha"), ("alpha", "rb", "beta"), ("beta", "rc", "gamma"),
+                           ("topicdrug", "rd", "decoy1"), ("alpha", "rd", "decoy2"), ("beta", "rd", "decoy3")])
+    backend = ScriptedBackend(rules={
+        "Relations already chosen: ra, rb": "The relevant relation: rc",
+        "Relations already chosen: ra": "The relevant relation: rb",
+        "Candidate relations:": "The relevant relation: ra",
+        "(beta, rc, gamma)": "The final answers: {gamma}",
+        "Read the knowledge-graph triples": "Need further information",
+    }, default="{unknown}")
+    q = Query("q", "explicit", "What does the partner of the drug's target connect to?", tuple(ids(g, "topicdrug")))
+    return g, backend, q
+
+
+def test_structgpt_reaches_a_three_hop_gold_path_by_default():
+    g, backend, q = three_hop_structgpt_world()
+    (result,) = build("structgpt", g, backend).answer([q])
+    t, a, b, c = ids(g, "topicdrug", "alpha", "beta", "gamma")
+    assert result.paths == [[[t, "ra", a], [a, "rb", b], [b, "rc", c]]]
+    assert result.answer == "gamma" and result.answer_source == "braces"
+    assert result.extra["relations_followed"] == ["ra", "rb", "rc"] and result.usage["calls"] == 6  # 3 x (pick, read)
+    assert_real_walks(g, q, result)
+
+
+def test_structgpt_d2_keeps_the_official_two_steps():
+    g, backend, q = three_hop_structgpt_world()
+    (result,) = build("structgpt-d2", g, backend).answer([q])
+    assert result.extra["relations_followed"] == ["ra", "rb"]
+    assert max(len(p) for p in result.paths) == 2 and result.answer != "gamma"
+    assert result.usage["calls"] == 5  # 2 x (pick, read), then the answer from the model's own knowledge

@@ -51,3 +51,22 @@ def test_one_encoder_default_and_help_across_commands():
     assert len(encoders) >= 4  # answer, dataset topics, kg embed, pathmind train ...
     assert len({default for _, default, _ in encoders}) == 1, encoders
     assert len({text for _, _, text in encoders}) == 1, encoders
+
+
+def test_usage_lines_name_arguments_in_upper_case(capsys):
+    from tests.conftest import run_cli
+
+    # the usual forms: a required argument bare, an optional one in brackets, a repeated one with ...
+    expected = {("kg", "info"): "[OPTIONS] GRAPH_DIR", ("eval", "compare"): "[OPTIONS] A B",
+                ("kg", "import", "hpo"): "[OPTIONS] [DIRECTORY]",
+                ("kg", "import", "biostrat"): "[OPTIONS] RECORDS..."}
+    for path, usage in expected.items():
+        code, out, _ = run_cli([*path, "--help"], capsys)
+        assert code == 0 and out.splitlines()[0].endswith(f"{' '.join(path)} {usage}"), out.splitlines()[0]
+    root = typer.main.get_command(app)
+    for path, command in walk(root):
+        context = command.make_context(" ".join(path) or "adapath", [], resilient_parsing=True)
+        usage = command.get_usage(context)
+        assert "{" not in usage, usage
+    code, _, err = run_cli(["kg", "info"], capsys)
+    assert code == 2 and "Missing argument 'GRAPH_DIR'" in err

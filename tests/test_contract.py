@@ -63,8 +63,13 @@ def test_params_parse_by_the_defaults_type():
     assert spec.resolve_params({}) == {"width": 3, "free": False}
     with pytest.raises(InputError, match="takes no parameter 'depth'"):
         spec.resolve_params({"depth": "2"})
-    with pytest.raises(InputError, match="expected a int"):
+    with pytest.raises(InputError, match="^--param width='wide': expected an integer$"):
         spec.resolve_params({"width": "wide"})
+    with pytest.raises(InputError, match="^--param free='maybe': expected true or false$"):
+        spec.resolve_params({"free": "maybe"})
+    weighted = MethodSpec("m", "s", "p", lambda c: None, params=(Param("alpha", 0.5, "a"),))
+    with pytest.raises(InputError, match="^--param alpha='half': expected a number$"):
+        weighted.resolve_params({"alpha": "half"})
 
 
 def test_registry_lists_adapath_and_pathmind_without_heavy_imports():

@@ -62,3 +62,31 @@ def test_biostrat_records(dev_jsonl, tmp_path):
     bad.write_text(json.dumps(records[1]) + "\n" + json.dumps(record) + "\n")
     with pytest.raises(InputError, match="b.jsonl:2: record lacks field 'triplets'"):
         load_records(bad)
+
+
+def test_a_file_under_the_wrong_prefix_is_named_with_the_prefix_that_fits(tmp_path, capsys):
+    from adapath.datasets.specs import load_query_set
+    from tests.conftest import run_cli
+
+    biostrat = tmp_path / "test.jsonl"  # the first line is all that is read: a BioStrat-QA record's keys
+    biostrat.write_text(json.dumps({"data_id": 1, "explicit_query": "Which drug?", "valid_answer_ids": [1]}) + "\n")
+    code, _, err = run_cli(["answer", "--kg", tmp_path, "--queries", f"stark:{biostrat}", "--out", tmp_path / "a.jsonl",
+                            "--encoder", "hashing"], capsys)
+    assert code == 2
+    assert err == (f"adapath: error: {biostrat}: not a STaRK-Prime CSV (its first line is a BioStrat-QA record); "
+                   f"give it as biostrat:{biostrat}\n")
+    stark = tmp_path / "stark.csv"
+    stark.write_text('\ufeffid,query,answer_ids\n1,"what?",[3]\n')  # with the byte-order mark some editors write
+    with pytest.raises(InputError, match=r"^.*stark.csv: not a BioStrat-QA JSONL \(its first line is a STaRK-Prime "
+                                         r"CSV header\); give it as stark:.*stark.csv$"):
+        load_query_set(f"biostrat:{stark}")
+    medddx_file = tmp_path / "m.jsonl"
+    medddx_file.write_text(json.dumps({"id": "q1", "question": "?", "options": ["a", "b", "c", "d"], "answer": "A",
+                                       "tier": "Basic"}) + "\n")
+    with pytest.raises(InputError, match="not a question-only JSONL .*; give it as medddx:"):
+        load_query_set(f"questions:{medddx_file}")
+    # a file of no known kind keeps the loader's own message
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"text": "?"}\n')
+    with pytest.raises(InputError, match="missing column"):
+        load_query_set(f"stark:{other}")

@@ -1,6 +1,8 @@
 """The documentation stays honest: every `adapath ...` command line in README.md and docs/
-names a sub-command that exists and options that sub-command takes; every bench script the
-docs name exists; the generated CLI reference lists every option of the Typer app."""
+names a sub-command that exists and options that sub-command takes; every `--param NAME=VALUE`
+example resolves for its method (and builds it, where that needs only a graph and an LLM);
+every bench script the docs name exists; the generated CLI reference lists every option of the
+Typer app."""
 
 from __future__ import annotations
 
@@ -123,6 +125,111 @@ def test_every_command_line_in_the_docs_parses(doc):
         if problems:
             pytest.xfail(f"commands still being built: {problems[0]}")
         pytest.fail(f"{doc.name}: every command now parses; remove its {PENDING} marker")
+    assert problems == []
+
+
+# ---------------------------------------------------------------- --param examples
+PARAM = re.compile(r"--param\s+([A-Za-z_]\w*)=([^\s`|\]]*)")
+PLACEHOLDER = re.compile(r"^(|\.\.\.|…|[A-Z][A-Z_]*)$")  # VALUE, W, ... or nothing: a name, no value to run
+HEADING = re.compile(r"^#+\s+(.*)$", re.M)
+
+
+def _named_methods(text: str, names) -> list[str]:
+    """Registered methods a text names: as `name`, --method name, or the name as a word."""
+    lowered = re.sub(r"(?<=[a-z])-(?=\d)", "", text.lower())  # ToG-2 names tog2
+    return [n for n in names if f"`{n}`" in text or f"--method {n}" in text
+            or re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", lowered)]
+
+
+def param_examples(markdown: str, names) -> list[tuple[list[str], str, str, str]]:
+    """Every `--param NAME=VALUE` the page shows: (methods it may be for, name, value, context).
+    In a command line the method is its --method (adapath without one); in prose, the methods
+    its paragraph or table row names, else its section's heading, else the page's title, else
+    adapath."""
+    found = []
+    for line in command_lines(markdown):
+        method = re.search(r"--method\s+(\S+)", line)
+        for name, value in PARAM.findall(line):
+            found.append(([method.group(1) if method else "adapath"], name, value, line))
+    prose = FENCE.sub("", markdown)
+    title = next(iter(HEADING.findall(prose)), "")
+    section = title
+    for block in re.split(r"\n\s*\n", prose):
+        headings = HEADING.findall(block)
+        section = headings[-1] if headings else section
+        for part in block.splitlines() if block.lstrip().startswith("|") else [block]:
+            flat = " ".join(part.split())
+            if flat.lstrip().startswith("adapath ") or flat.lstrip().startswith("$ adapath "):
+                continue  # an indented command: read as a command line below
+            methods = (_named_methods(flat, names) or _named_methods(section, names)
+                       or _named_methods(title, names) or ["adapath"])
+            found += [(methods, name, value, flat[:80]) for name, value in PARAM.findall(flat)]
+        for line in re.findall(r"^ {4,}(adapath .*(?:\n {4,}.*)*)", block, re.M):
+            line = " ".join(line.replace("\\\n", " ").split())
+            method = re.search(r"--method\s+(\S+)", line)
+            found += [([method.group(1) if method else "adapath"], name, value, line)
+                      for name, value in PARAM.findall(line)]
+    return found
+
+
+def _runs(spec, name: str, value: str) -> str | None:
+    """Why ``--param NAME=VALUE`` fails for ``spec`` (None when it resolves, and builds where the
+    method needs nothing but a graph and an LLM)."""
+    from adapath.errors import InputError
+    from adapath.llm import ScriptedBackend
+    from adapath.methods.base import MethodContext
+
+    given = {name: value} if not PLACEHOLDER.match(value) else {}
+    try:
+        if name not in {p.name for p in spec.params}:
+            spec.resolve_params({name: ""})  # raises, naming what the method takes
+        params = spec.resolve_params(given)
+        if given and not spec.needs:
+            spec.make(MethodContext(_tiny_graph(), None, ScriptedBackend(default="{x}"), "hashing", params=params))
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+_GRAPH = []
+
+
+def _tiny_graph():
+    if not _GRAPH:
+        from adapath.sources.synthetic import generate
+
+        _GRAPH.append(generate(scale=0.005, seed=1))
+    return _GRAPH[0]
+
+
+def test_the_param_reader_finds_examples_and_their_methods():
+    from adapath.methods.registry import all_methods
+
+    names = list(all_methods())
+    markdown = ("# ToG-2 as its authors run it\n\nThe gate: `--param gate=False` turns it off.\n\n"
+                "| `sc` | `--param k=40` samples |\n\n```bash\nadapath answer --method sc --kg kg/ "
+                "[--param samples=5]\n```\n\n    adapath answer --kg kg/ \\\n        [--param beam=4]\n")
+    found = {(tuple(m), n, v) for m, n, v, _ in param_examples(markdown, names)}
+    assert found == {(("tog2",), "gate", "False"), (("sc",), "k", "40"), (("sc",), "samples", "5"),
+                     (("adapath",), "beam", "4")}
+    specs = all_methods()
+    assert _runs(specs["sc"], "samples", "5") is not None  # the issue's example: sc takes k
+    assert _runs(specs["sc"], "k", "5") is None and _runs(specs["tog2"], "ranker", "cosine") is not None
+    assert _runs(specs["tog"], "width", "VALUE") is None  # a placeholder: the name alone is checked
+
+
+@pytest.mark.parametrize("doc", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_param_example_in_the_docs_runs(doc):
+    from adapath.methods.registry import all_methods
+
+    specs = all_methods()
+    problems = []
+    for methods, name, value, where in param_examples(doc.read_text(), list(specs)):
+        if methods == ["NAME"] or PLACEHOLDER.match(name):
+            continue  # the generic form: --method NAME --param NAME=VALUE
+        reasons = [_runs(specs[m], name, value) if m in specs else f"no method {m!r}" for m in methods]
+        if all(reasons):
+            problems.append(f"--param {name}={value} ({', '.join(methods)}): {reasons[0]} (in: {where})")
     assert problems == []
 
 

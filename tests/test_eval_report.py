@@ -184,6 +184,20 @@ def test_tables_bold_the_best_and_show_lenient_only_where_it_differs(graph):
     assert "table3.md" not in docs  # no STaRK-Prime or MedDDx questions
 
 
+def test_a_table_of_one_method_bolds_nothing_and_says_nothing_of_bold(graph):
+    report = build_report({"alpha": results(alpha_lines())}, records_query_set(RECORDS), graph, resamples=50)
+    docs = render(report)
+    for name in ("table2.md", "table4.md", "efficiency.md"):
+        assert "**" not in docs[name] and "bold" not in docs[name].lower(), name
+    assert "Cells: EM %; below each method its 95% bootstrap interval and n (questions)." in docs["table2.md"]
+    # two methods: the legend names bold again (and the best cells are bold, as above)
+    both = render(build_report({"alpha": results(alpha_lines()), "beta": results(beta_lines())},
+                               records_query_set(RECORDS), graph, resamples=50))
+    assert "Cells: EM %, best per column in bold;" in both["table2.md"]
+    assert "bold" not in both["table4.md"]  # Table 4 holds alpha alone (beta finds no paths)
+    assert "Lowest per column in bold." in both["efficiency.md"]
+
+
 def test_report_folder_and_plots(graph, tmp_path):
     import matplotlib.image as mpimg
 

@@ -74,7 +74,7 @@ def test_llm_options_are_checked_per_backend():
         check_backend("vllm:/m", {"device": "cuda"})
     with pytest.raises(InputError, match="--llm-option max_model_len: the hf: backend"):
         check_backend("hf:/m", {"max_model_len": "10"})
-    with pytest.raises(InputError, match="expected a int"):
+    with pytest.raises(InputError, match="max_model_len='long': expected an integer"):
         check_backend("vllm:/m", {"max_model_len": "long"})
     with pytest.raises(InputError, match=r"gpu_memory_utilization=1.5: must lie in"):
         check_backend("vllm:/m", {"gpu_memory_utilization": "1.5"})

@@ -48,8 +48,9 @@ def test_short_runs_stay_silent_and_track_counts_items():
     clock2, stream2 = FakeClock(), io.StringIO()
     for _ in track(iter(range(3)), "walk", stream=stream2, interval=1.0, clock=clock2):
         clock2.now += 2.0
-    # unknown total (an iterator): no percentage, no ETA
-    assert stream2.getvalue().splitlines()[0] == "walk: 1 items, 0.5 items/s"
+    # unknown total (an iterator): no percentage, no ETA; the rate starts after the first item
+    assert stream2.getvalue().splitlines()[:2] == ["walk: 1 items, first step took 2s (warm-up, left out of the rate)",
+                                                   "walk: 2 items, 0.5 items/s"]
 
 
 def test_terminal_gets_a_bar_not_lines():
@@ -84,8 +85,10 @@ def test_update_sets_the_count():
         bar.update(10)
         clock.now += 5.0
         bar.update(30)
-    assert stream.getvalue().splitlines() == ["answer: 10/40 q (25%), 2.0 q/s, ETA 15s",
-                                              "answer: 30/40 q (75%), 3.0 q/s, ETA 3s",
+    # the first step (10 q in 5 s) is warm-up; then 20 q in 5 s: 4 q/s, 10 left -> 2.5 s; the
+    # closing line counts the whole run
+    assert stream.getvalue().splitlines() == ["answer: 10/40 q (25%), first step took 5s (warm-up, left out of the rate)",
+                                              "answer: 30/40 q (75%), 4.0 q/s, ETA 2s",
                                               "answer: 30 q in 10s, 3.0 q/s"]
 
 
@@ -94,10 +97,12 @@ def test_resumed_work_counts_in_done_not_in_the_rate():
     with Progress(None, "answer", unit="questions", stream=stream, interval=5.0, clock=clock) as bar:
         bar.set_total(100, done=40)  # 40 finished by an earlier run
         clock.now += 6.0
-        bar.update(52)  # 12 new in 6 s: 2/s, 48 left -> 24 s
+        bar.update(52)  # the first step: 12 new in 6 s
+        clock.now += 6.0
+        bar.update(64)  # then 12 in 6 s: 2/s, 36 left -> 18 s
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "answer: 52/100 questions (52%), 2.0 questions/s, ETA 24s"
-    assert lines[1] == "answer: 12 questions in 6s, 2.0 questions/s"
+    assert lines[1] == "answer: 64/100 questions (64%), 2.0 questions/s, ETA 18s"
+    assert lines[2] == "answer: 24 questions in 12s, 2.0 questions/s"
 
 
 def test_a_note_writes_a_line_while_no_unit_finishes():
@@ -109,5 +114,21 @@ def test_a_note_writes_a_line_while_no_unit_finishes():
         bar.note(f"LLM step {step}: 16 prompts")
     lines = stream.getvalue().splitlines()
     # lines at 6 s (step 2) and 12 s (step 4); the 3 s and 9 s steps fall inside the interval
-    assert lines == ["answer: 0/32 questions (0%), 0.0 questions/s, ETA ?; LLM step 2: 16 prompts",
-                     "answer: 0/32 questions (0%), 0.0 questions/s, ETA ?; LLM step 4: 16 prompts"]
+    assert lines == ["answer: 0/32 questions (0%), first step running; LLM step 2: 16 prompts",
+                     "answer: 0/32 questions (0%), first step running; LLM step 4: 16 prompts"]
+
+
+def test_a_slow_first_step_stays_out_of_the_estimate():
+    # the bank build: 32 of 1000 queries in a first batch of 40 s (JIT compilation), then
+    # 32 every 1.6 s; the old estimate after the first batch was 19m56s for a 56 s build
+    clock, stream = FakeClock(), io.StringIO()
+    with Progress(1000, "bank", unit="queries", stream=stream, interval=5.0, clock=clock) as bar:
+        clock.now += 40.0
+        bar.update(32)
+        for _ in range(4):  # 128 more in 6.4 s: 20 queries/s
+            clock.now += 1.6
+            bar.advance(32)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "bank: 32/1000 queries (3%), first step took 40s (warm-up, left out of the rate)"
+    # at 46.4 s: 160 done, 840 left at 20/s -> 42 s (the build's real rest)
+    assert lines[1] == "bank: 160/1000 queries (16%), 20.0 queries/s, ETA 42s"

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import sys
 
-import typer
-
 from adapath.cli.answer import answer_cmd, methods_cmd
 from adapath.cli.bank import bank_app
-from adapath.cli.common import say
+from adapath.cli.common import Commands, say
 from adapath.cli.dataset import dataset_app
 from adapath.cli.evaluate import eval_app
 from adapath.cli.kg import kg_app
@@ -22,7 +20,7 @@ from adapath.cli.view import view_cmd
 from adapath.errors import InputError
 from adapath.methods.run import Interrupted
 
-app = typer.Typer(
+app = Commands(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
     no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None,
 )

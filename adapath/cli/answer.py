@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import typer
@@ -12,6 +13,7 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
+    encoder_option,
     llm_options,
     out_console,
     parse_pairs,
@@ -43,7 +45,7 @@ def answer_cmd(
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
     llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
     device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
@@ -146,6 +148,10 @@ def answer_cmd(
                                   progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None
+    if not summary.new:
+        say(f"{out}: complete already ({summary.already} results, the same settings); nothing written; "
+            "--force starts over")
+        return
     say(f"wrote {out}: {summary.new} new results ({summary.already} already there) in {summary.seconds:.1f} s")
     if llm != "none" and summary.new:
         say(f"answers read from the LLM reply: {summary.answer_sources.get('braces', 0)} in braces, "
@@ -166,25 +172,73 @@ def kept_note(out: Path) -> str:
 
 
 def methods_cmd(
+    name: str | None = typer.Argument(None, help="One method: print its parameters, official code and deviations."),
+    long: bool = typer.Option(False, "--long", help="Every method in full: parameters, official code, deviations."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """The registered methods: what each is, the paper it follows, the flags it takes."""
-    from rich.table import Table
+    """The registered methods: a compact table (name, what it is, paper, LLM calls per question);
+    `adapath methods NAME` or --long prints the parameters, official code and deviations."""
+    from adapath.methods.registry import all_methods, get_method
 
-    from adapath.methods.registry import all_methods
-
-    methods = all_methods()
+    methods = {name: get_method(name)} if name else all_methods()
     if as_json:
-        print(json.dumps({name: {"summary": s.summary, "paper": s.paper, "repository": s.repository,
-                                 "deviations": list(s.deviations), "llm": s.llm, "needs": list(s.needs),
-                                 "params": {p.name: {"default": p.default, "help": p.help} for p in s.params}}
-                          for name, s in methods.items()}, indent=2))
+        print(json.dumps({key: {"summary": s.summary, "paper": s.paper, "repository": s.repository,
+                                "calls": s.calls, "deviations": list(s.deviations), "llm": s.llm,
+                                "needs": list(s.needs),
+                                "params": {p.name: {"default": p.default, "help": p.help} for p in s.params}}
+                          for key, s in methods.items()}, indent=2))
         return
-    table = Table(show_lines=False)
-    for column in ("method", "what it is", "follows", "flags", "differs from the official code"):
-        table.add_column(column, overflow="fold")
-    for name, s in methods.items():
-        follows = s.paper + (f"\n{s.repository}" if s.repository else "")
-        differs = "\n".join(f"- {d}" for d in s.deviations) or "-"
-        table.add_row(name, s.summary, follows, s.flags(), differs)
-    out_console.print(table)
+    if name or long:
+        print("\n\n".join(method_text(spec, out_console.width) for spec in methods.values()))
+        return
+    print("\n".join(methods_table(list(methods.values()), out_console.width)))
+
+
+def methods_table(specs: list, width: int) -> list[str]:
+    """One line per method within ``width`` columns: name, what it is, paper, LLM calls per
+    question; the two texts share what the other columns leave, cut with an ellipsis."""
+    rows = [(s.name, " ".join(s.summary.split()), " ".join(s.paper.split()), s.calls or "-") for s in specs]
+    head = ("method", "what it is", "paper", "LLM calls")
+    name_w = max(len(r[0]) for r in [head, *rows])
+    calls_w = max(len(r[3]) for r in [head, *rows])
+    room = max(width - name_w - calls_w - 6, 20)  # three gaps of two spaces
+    what_w = room * 3 // 5
+
+    def cut(text: str, size: int) -> str:
+        return text if len(text) <= size else text[: size - 1].rstrip() + "…"
+
+    def line(row) -> str:
+        return "  ".join([row[0].ljust(name_w), cut(row[1], what_w).ljust(what_w),
+                          cut(row[2], room - what_w).ljust(room - what_w), row[3]]).rstrip()
+
+    rule = "  ".join("-" * w for w in (name_w, what_w, room - what_w, calls_w))
+    note = ("LLM calls per question: D = max_depth, N = width. `adapath methods NAME` (or --long): parameters, "
+            "official code and deviations.")
+    return [line(head), rule, *(line(r) for r in rows), "", *textwrap.wrap(note, max(width, 40))]
+
+
+def method_text(spec, width: int) -> str:
+    """One method as plain text: what it is, paper, code, calls, parameters and deviations,
+    wrapped to ``width`` columns."""
+    width = max(width, 40)
+
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, initial_indent=first, subsequent_indent=rest,
+                             break_on_hyphens=False) or [first.rstrip()]
+
+    needs = {"required": "--llm", "optional": "--llm (optional)", "none": "no LLM"}[spec.llm]
+    lines = wrap(spec.summary, f"{spec.name}: ", "  ")
+    lines += wrap(spec.paper, "  paper: ", "    ")
+    code = f"{spec.repository} (https://github.com/{spec.repository})" if spec.repository else "none"
+    lines += wrap(code, "  official code: ", "    ")
+    lines += wrap(f"{needs}{''.join(f', --{n}' for n in spec.needs)}; LLM calls per question: "
+                  f"{spec.calls or 'not stated'}", "  takes: ", "    ")
+    if spec.params:
+        lines.append("  parameters (--param NAME=VALUE):")
+        for p in spec.params:
+            lines += wrap(p.help, f"    {p.name}={p.default}: ", "      ")
+    if spec.deviations:
+        lines.append("  deviations from the official code:")
+        for text in spec.deviations:
+            lines += wrap(text, "    - ", "      ")
+    return "\n".join(lines)

@@ -21,6 +21,17 @@ def _ladder(text: str) -> tuple[int, ...]:
         raise InputError(f"--ladder {text!r}: give corridor sizes as integers, e.g. 150,300,500,1000") from None
 
 
+def _complete_already(out: Path, config, checksum: str, ids: list[str]) -> bool:
+    """Does ``out`` hold a finished bank of these queries, this graph and these parameters?
+    (Then a build would only rewrite what is there.)"""
+    from adapath.bank.store import BankStore, describe_mismatch
+
+    store = BankStore(out)
+    manifest = store.read_manifest()
+    return bool(manifest and manifest.get("complete")
+                and describe_mismatch(store, manifest, config.signature(), checksum, ids) is None)
+
+
 @bank_app.command("build")
 def bank_build(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
@@ -54,6 +65,7 @@ def bank_build(
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.executors import make_executor
     from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
+    from adapath.datasets.specs import refused_under
     from adapath.engine.graph import KnowledgeGraph
     from adapath.progress import Progress
 
@@ -68,12 +80,21 @@ def bank_build(
         raise InputError(f"--device {device!r}: choose cpu or cuda")
     runner = make_executor(executor, workers=workers, ray_address=ray_address,
                            threads_per_worker=threads_per_worker, pipeline=pipeline)
-    training = training_queries(load_records(parse_spec(queries)))
+    path = parse_spec(queries)
+    try:
+        training = training_queries(load_records(path))
+    except InputError as exc:
+        raise refused_under("biostrat", path, exc) from None
     if not training:
         raise InputError(f"{queries}: no records")
     graph = KnowledgeGraph.load(kg)
+    checksum = graph.checksum()
     start = time.perf_counter()
     try:
+        if not force and _complete_already(out, config, checksum, [q.id for q in training]):
+            say(f"{out}: complete already ({len(training)}/{len(training)} queries, the same graph, queries and "
+                "parameters); nothing written; --force rebuilds it")
+            return
         with Progress(None, "bank", unit="queries") as bar:
             def report(progress):
                 if bar.total is None:  # sized at the first batch, counting what a resumed build had
@@ -81,7 +102,7 @@ def bank_build(
                 bar.update(progress.done)
 
             progress = build_bank(graph, training, out, config, executor=runner, graph_dir=kg,
-                                  force=force, on_progress=report)
+                                  force=force, on_progress=report, graph_checksum=checksum)
     finally:
         runner.close()
     say(f"wrote {out}: {progress.done}/{progress.total} queries in {time.perf_counter() - start:.1f} s")

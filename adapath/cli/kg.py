@@ -13,7 +13,7 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     command_group,
-    err_console,
+    encoder_option,
     out_console,
     say,
 )
@@ -68,7 +68,7 @@ def kg_info(
     graph_dir: Path = typer.Argument(..., help="Graph directory."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="Planted BioStrat-QA JSONL: also report each record's pool along its gold meta-path and where the answer's question cosine ranks in it."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     level: str = typer.Option("bare", "--level", help="explicit, implicit or bare: which question text (with --evidence)."),
 ) -> None:
     """Counts per node type and relation, and the degree profile."""
@@ -121,16 +121,13 @@ def import_primekg(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import PrimeKG's kg.csv (streamed; x_index/y_index stay the node ids)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+    from adapath.progress import Progress
     from adapath.sources.primekg import load_primekg
 
     start = time.perf_counter()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err_console, transient=True) as progress:
-        task = progress.add_task("reading kg.csv")
-        graph = load_primekg(kg_csv, nodes=nodes, progress=lambda rows: progress.update(
-            task, description=f"reading kg.csv: {rows:,} rows"))
+    # the project's progress: a bar on a terminal only, so an error is the one line on stderr
+    with Progress(None, "reading kg.csv", unit="rows") as bar:
+        graph = load_primekg(kg_csv, nodes=nodes, progress=bar.update)
     _save_imported(graph, out, force, start)
 
 
@@ -195,7 +192,7 @@ def import_hpo(
 @kg_app.command("embed")
 def kg_embed(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda (cuda:N); never chosen for you."),
     batch: int = typer.Option(128, "--batch", min=1, help="Texts per encoder batch."),
     backend: str = typer.Option("auto", "--backend", help="auto (OpenVINO on the CPU when installed, else torch), torch or openvino."),
@@ -242,7 +239,8 @@ def kg_embed(
             raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
         dtype = store.header["dtype"]
         if store.complete:
-            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); --force rebuilds it")
+            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); nothing written; "
+                "--force rebuilds it")
             return
         store.close()
     else:

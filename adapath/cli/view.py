@@ -34,10 +34,10 @@ def view_cmd(
     title: str = typer.Option("adapath view", "--title", help="Page title."),
 ) -> None:
     """Write one HTML page: each question's answers, meta-paths, paths and explored entities."""
-    import json
 
     from adapath.engine.graph import KnowledgeGraph
     from adapath.eval.report import load_results
+    from adapath.jsonl import read_json_object
     from adapath.methods.run import settings_path
     from adapath.view import load_questions, write_question_page
 
@@ -47,10 +47,7 @@ def view_cmd(
         if not runs[name]:
             raise InputError(f"{path}: no result lines")
         sidecar = settings_path(path)
-        try:
-            settings[name] = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InputError(f"{sidecar}: not valid JSON") from None
+        settings[name] = read_json_object(sidecar) if sidecar.is_file() else {}
     question_set = load_questions(queries)
     graph = KnowledgeGraph.load(kg)
     data = write_question_page(runs, question_set.items, graph, out, title=title, settings=settings)

@@ -9,29 +9,74 @@ from adapath.errors import InputError
 from adapath.jsonl import iter_jsonl
 
 LEVELS = ("explicit", "implicit", "bare")
-REQUIRED = {
-    "template_id": str, "num_hops": int, "path_node_ids": list, "triplets": list,
-    "topic_entities": dict, "answer_entity": dict, "node_metadata": list,
-    "explicit_query": str, "implicit_query": str, "bare_query": str,
-    "valid_answer_ids": list, "data_id": (int, str),
-}
+TEXTS = ("explicit_query", "implicit_query", "bare_query")
+FIELDS = ("template_id", "num_hops", "path_node_ids", "triplets", "topic_entities", "answer_entity",
+          "node_metadata", *TEXTS, "valid_answer_ids", "data_id")
+INT64 = 2**63
+
+
+def is_node_id(value) -> bool:
+    """A node id as records write it: an integer (not a bool), or its digits as text (the keys
+    of ``topic_entities``), within int64."""
+    if isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.lstrip("-").isdigit() and text.isascii() else None
+    return isinstance(value, int) and not isinstance(value, bool) and -INT64 <= value < INT64
+
+
+def _field_problem(record: dict) -> str | None:
+    """What is wrong with the first field of a record that is not what BioStrat-QA writes (and
+    every reader of a record relies on), or None."""
+    for key in FIELDS:
+        if key not in record:
+            return f"record lacks field {key!r}"
+        if record[key] is None:
+            return f"field {key!r} is null"
+    for key in ("template_id", *TEXTS):
+        if not isinstance(record[key], str):
+            return f"field {key!r} must be a string"
+    hops, data_id = record["num_hops"], record["data_id"]
+    if not (isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1):
+        return "field 'num_hops' must be a positive integer"
+    if isinstance(data_id, bool) or not isinstance(data_id, (int, str)):
+        return "field 'data_id' must be an integer or a string"
+    for key in ("path_node_ids", "valid_answer_ids"):
+        if not isinstance(record[key], list) or not all(is_node_id(v) for v in record[key]):
+            return f"field {key!r} must be a list of node ids (integers)"
+    topics = record["topic_entities"]
+    if not isinstance(topics, dict) or not all(is_node_id(k) and isinstance(v, str) for k, v in topics.items()):
+        return "field 'topic_entities' must map node ids to names"
+    if not topics:
+        return "record has no topic entity"
+    answer = record["answer_entity"]
+    if not (isinstance(answer, dict) and is_node_id(answer.get("id")) and isinstance(answer.get("name"), str)
+            and isinstance(answer.get("type", ""), str)):
+        return "field 'answer_entity' must be {'id': node id, 'name': string, 'type': string}"
+    nodes = record["node_metadata"]
+    if not isinstance(nodes, list) or not all(
+            isinstance(m, dict) and is_node_id(m.get("id")) and isinstance(m.get("name"), str)
+            and isinstance(m.get("type"), str) and isinstance(m.get("description", ""), (str, type(None)))
+            for m in nodes):
+        return "field 'node_metadata' must be a list of {'id': node id, 'name', 'type', 'description': strings}"
+    triplets = record["triplets"]
+    if not isinstance(triplets, list) or not all(
+            isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triplets):
+        return "field 'triplets' must be a list of [head, relation, tail] names"
+    if len(record["path_node_ids"]) <= min(hops, len(triplets)):
+        return (f"field 'path_node_ids' holds {len(record['path_node_ids'])} nodes: too few for "
+                f"{min(hops, len(triplets))} hops")
+    names = record.get("valid_answer_names")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        return "field 'valid_answer_names' must be a list of names"
+    return None
 
 
 def validate_record(record: dict, where: str) -> dict:
-    for key, kind in REQUIRED.items():
-        if key not in record:
-            raise InputError(f"{where}: record lacks field {key!r}")
-        if not isinstance(record[key], kind):
-            raise InputError(f"{where}: field {key!r} has the wrong type")
-    try:
-        [int(v) for v in record["path_node_ids"]]
-        [int(v) for v in record["valid_answer_ids"]]
-        [int(k) for k in record["topic_entities"]]
-        int(record["answer_entity"]["id"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError(f"{where}: node ids must be integers") from None
-    if not record["topic_entities"]:
-        raise InputError(f"{where}: record has no topic entity")
+    """``record`` when every field has the shape BioStrat-QA writes; else an ``InputError``
+    naming ``where`` and the field."""
+    problem = _field_problem(record)
+    if problem:
+        raise InputError(f"{where}: {problem}")
     return record
 
 

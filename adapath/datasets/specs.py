@@ -109,12 +109,60 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, rest
 
 
+# Each kind's file, and what its first line holds, as a message names them.
+_FILES = {"biostrat": "a BioStrat-QA JSONL", "stark": "a STaRK-Prime CSV", "medddx": "a MedDDx JSONL",
+          "questions": "a question-only JSONL"}
+_FIRST_LINES = {"biostrat": "a BioStrat-QA record", "stark": "a STaRK-Prime CSV header",
+                "medddx": "a MedDDx question", "questions": "a question-only record"}
+
+
+def fitting_kind(path: str | Path) -> str | None:
+    """The kind of query file whose first line ``path``'s first line looks like (None: no kind,
+    or not a readable file); a hint for a file given under the wrong prefix."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            first = next((line for line in handle if line.strip()), "")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        record = json.loads(first)
+    except RecursionError:
+        return None
+    except ValueError:
+        header = {name.strip() for name in first.strip().split(",")}
+        return "stark" if {"id", "query", "answer_ids"} <= header else None
+    if not isinstance(record, dict):
+        return None
+    if "explicit_query" in record:
+        return "biostrat"
+    if "options" in record and "tier" in record:
+        return "medddx"
+    if "question" in record and ("topic_ids" in record or "topic_entities" in record):
+        return "questions"
+    return None
+
+
+def refused_under(kind: str, path: str | Path, error: InputError) -> InputError:
+    """``error`` (the ``kind`` loader refusing ``path``), with the prefix that fits when the
+    file is plainly another kind of query file."""
+    fits = fitting_kind(path) if Path(path).is_file() else None
+    if fits is None or fits == kind:
+        return error
+    return InputError(f"{path}: not {_FILES[kind]} (its first line is {_FIRST_LINES[fits]}); "
+                      f"give it as {fits}:{path}")
+
+
 def load_query_set(spec: str, topics: str | Path | None = None) -> QuerySet:
     """Load a spec; ``topics`` is a topic-link JSONL from ``adapath dataset topics``."""
     kind, rest = parse_spec(spec)
     module, function, _ = KINDS[kind]
     loader = getattr(importlib.import_module(module), function)
-    query_set = loader(rest, spec)
+    try:
+        query_set = loader(rest, spec)
+    except InputError as exc:
+        raise refused_under(kind, rest.partition("#")[0], exc) from None
     if topics is not None:
         apply_topics(query_set, topics)
     ids = [item.id for item in query_set.items]

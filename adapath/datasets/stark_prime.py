@@ -37,7 +37,7 @@ def load_questions(path: str | Path) -> list[StarkQuestion]:
         raise InputError(f"{path}: no such file")
     out = []
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with open(path, newline="", encoding="utf-8-sig") as handle:  # a byte-order mark is skipped
             reader = csv.DictReader(handle)
             missing = {"id", "query", "answer_ids"} - set(reader.fieldnames or [])
             if missing:
@@ -66,7 +66,7 @@ def load_split(directory: str | Path, split: str, csv_name: str = "stark_qa.csv"
         raise InputError(f"{index_path}: no such file")
     by_id = {q.id: q for q in load_questions(directory / csv_name)}
     out = []
-    for lineno, line in enumerate(index_path.read_text().splitlines(), start=1):
+    for lineno, line in enumerate(index_path.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapath.datasets.specs import QuerySet
 from adapath.errors import InputError
+from adapath.jsonl import read_json_object
 from adapath.methods.base import Result
 
 
@@ -58,11 +58,7 @@ def _settings(path: Path) -> dict:
     sidecar = settings_path(path)
     if not sidecar.is_file():
         return {}
-    try:
-        settings = json.loads(sidecar.read_text())
-    except (OSError, ValueError):
-        raise InputError(f"{sidecar}: not a readable settings file (JSON)") from None
-    return settings if isinstance(settings, dict) else {}
+    return read_json_object(sidecar)
 
 
 def derived_name(results: list[Result], path: Path, settings: dict) -> str:

@@ -2,16 +2,25 @@
 
 Each function takes ``{method name: summary}`` (``summary.summarize``); a single summary is
 accepted too. In exact-match tables each method has two rows, its values and then each
-value's 95% bootstrap interval and n; other cells read ``value n=N``. The best value of a column is bold (the lowest for costs) when
-two or more methods share the column; ties are all bold.
+value's 95% bootstrap interval and n; other cells read ``value n=N``. The best value of a
+column is bold (the lowest for costs) when two or more methods share the column; ties are all
+bold. A table of one method bolds nothing and its legend does not speak of bold.
 """
 
 from __future__ import annotations
 
 from adapath.eval.summary import GROUP_COLUMNS, LEVEL_ORDER
 
-EM_LEGEND = ("Cells: EM %, best per column in bold; below each method its 95% bootstrap interval and n "
-             "(questions).")
+
+def em_legend(methods: int) -> str:
+    """The exact-match tables' legend; bold is named only where two or more methods compete."""
+    bold = ", best per column in bold" if methods > 1 else ""
+    return f"Cells: EM %{bold}; below each method its 95% bootstrap interval and n (questions)."
+
+
+def bold_note(methods: int, note: str) -> str:
+    """`` NOTE`` (e.g. "Best per column in bold.") when two or more methods compete, else ''."""
+    return f" {note}" if methods > 1 else ""
 
 
 def _methods(metrics: dict) -> dict[str, dict]:
@@ -105,10 +114,10 @@ def table2(metrics: dict, kind: str | None = None) -> str:
         return ""
     names = list(methods)
     if kind is not None:
-        return "\n".join([f"Table 2: exact match ({kind}), %", "", EM_LEGEND, "",
+        return "\n".join([f"Table 2: exact match ({kind}), %", "", em_legend(len(names)), "",
                           *_columns_table(names, _table2_columns(methods, kind))]) + "\n"
     strict, lenient = _table2_columns(methods, "strict"), _table2_columns(methods, "lenient")
-    lines = ["Table 2: exact match (strict), %", "", EM_LEGEND, "", *_columns_table(names, strict), ""]
+    lines = ["Table 2: exact match (strict), %", "", em_legend(len(names)), "", *_columns_table(names, strict), ""]
     lines += _lenient_part(names, strict, lenient, "Table 2")
     return "\n".join(lines) + "\n"
 
@@ -141,7 +150,7 @@ def table3(metrics: dict) -> str:
                       m["groups"].get(h, {}).get("n")) for m in methods.values()]) for h in headings]
 
     strict, lenient = columns("strict"), columns("lenient")
-    lines = ["Table 3: STaRK-Prime exact match and MedDDx accuracy, %", "", EM_LEGEND, "",
+    lines = ["Table 3: STaRK-Prime exact match and MedDDx accuracy, %", "", em_legend(len(names)), "",
              *_columns_table(names, strict), ""]
     lines += _lenient_part(names, strict, lenient, "Table 3")
     return "\n".join(lines) + "\n"
@@ -168,7 +177,7 @@ def table4(metrics: dict, path_finding: list[str] | None = None) -> str:
              "Recall: the gold (head, relation, tail) of each depth among at most 100 sampled triplets the "
              "method retrieved at that depth (its paths, plus explored_edges when recorded), micro-averaged "
              "over question x depth pairs; CR: LLM-judged relevance 0/1/2 rescaled to 0-100 (- when not "
-             "judged: --judge-llm). n = questions. Best per column in bold.", "",
+             f"judged: --judge-llm). n = questions.{bold_note(len(names), 'Best per column in bold.')}", "",
              *_columns_table(names, columns), ""]
     hops = sorted({int(h) for m in methods.values() for v in m.get("recall_by_level_hop", {}).values() for h in v})
     rows = []
@@ -270,7 +279,8 @@ def efficiency(metrics: dict) -> str:
     return "\n".join(["Efficiency: mean per query over every result line (from each result's usage; seconds are "
                       "the LLM time charged to the query). A request returning n samples is one call. ~: token "
                       "counts estimated (words x 4/3) for the share of calls whose reply reported no usage. "
-                      "Failed attempts (retried, in total) are not calls. Lowest per column in bold.", "",
+                      f"Failed attempts (retried, in total) are not calls.{bold_note(len(methods), 'Lowest per column in bold.')}",
+                      "",
                       *_grid(headings, rows)]) + "\n"
 
 
@@ -300,7 +310,7 @@ def ablation_table(metrics: dict) -> str:
                for level in _levels(methods)]
     columns.append(("Overall", [((m.get("overall") or {}).get("strict"), (m.get("overall") or {}).get("strict_ci"),
                                  (m.get("overall") or {}).get("n")) for m in methods.values()]))
-    return "\n".join(["Ablations: exact match (strict), % per level", "", EM_LEGEND, "",
+    return "\n".join(["Ablations: exact match (strict), % per level", "", em_legend(len(methods)), "",
                       *_columns_table(list(methods), columns, first="Variant")]) + "\n"
 
 

@@ -26,6 +26,7 @@ from adapath.llm.base import (
     override,
     per_prompt,
 )
+from adapath.typed import parse_as
 
 __all__ = ["Generation", "GenerationParams", "LLMBackend", "LLMError", "ScriptedBackend", "Usage",
            "make_backend", "check_backend", "backend_options", "SamplingOverride",
@@ -57,17 +58,7 @@ def backend_options(kind: str) -> dict[str, type]:
 
 
 def _parse_value(key: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        if kind is bool:
-            lowered = value.strip().lower()
-            if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError
-            return lowered in ("true", "1", "yes")
-        return kind(value.strip())
-    except ValueError:
-        raise InputError(f"--llm-option {key}={value!r}: expected a {kind.__name__}") from None
+    return parse_as(value, kind, f"--llm-option {key}") if isinstance(value, str) else value
 
 
 def _check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,18 @@ def read_answer(reply: str, candidates: list[str], best: str = "") -> tuple[str,
     return (best, "best-path") if best else ("", "none")
 
 
+def lenient_reading(named: str, stand_in: str = "") -> str:
+    """The deviation every method that reads its final reply through ``read_answer`` or
+    ``read_option`` lists: ``named`` says what a reply may name instead of bracing it ('a
+    candidate entity'), ``stand_in`` what answers for an unreadable reply ('' for nothing)."""
+    text = ("a final reply with no answer in braces is still read, by the shared reader's fall-backs, which no "
+            f"official code has: {named} the reply names ('mentioned'), else an answer stated in words "
+            "('stated')")
+    if stand_in:
+        text += f", else {stand_in} ('best-path')"
+    return text + "; eval's answer-sources table counts how often each fires"
+
+
 # "The answer is: X", "Answer: X", "the best answer entity's name is X": the phrase up to the
 # end of its sentence or line
 _STATED = re.compile(r"\b(?:answer|name)\b[^:\n.]{0,24}?(?:\bis\b\s*:?|:)\s*([^\n.;]+)", re.IGNORECASE)

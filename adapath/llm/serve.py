@@ -12,6 +12,10 @@ bind to another address only on a network you trust.
   ``top_p``, ``seed``, ``stop``, ``n``; the reply carries ``usage`` (prompt, completion and
   total tokens as the backend counts them). The ``n`` choices are one request to the backend
   (``GenerationParams.n``: vLLM samples them natively; local backends use seeds ``seed + i``).
+  ``stream: true`` answers with server-sent events as the OpenAI API does: ``chat.completion.chunk``
+  objects (the role, the content, then the finish reason of each choice), a last chunk with
+  ``usage`` when ``stream_options: {"include_usage": true}``, then ``data: [DONE]``. Backends
+  return whole replies, so each choice's content comes in one chunk once it is generated.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from adapath.llm.base import Generation, GenerationParams
+from adapath.typed import type_phrase
 
 MAX_BODY = 16 * 1024 * 1024
 
@@ -113,7 +118,7 @@ def _number(body: dict, key: str, kind: type, default, low, high):
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
-        raise RequestError(400, f"'{key}' must be a {kind.__name__}")
+        raise RequestError(400, f"'{key}' must be {type_phrase(kind)}")
     if not low <= value <= high:
         raise RequestError(400, f"'{key}' must lie in [{low}, {high}]")
     return kind(value)
@@ -154,6 +159,39 @@ def parse_request(body: dict, served: str) -> tuple[str, GenerationParams]:
     return "\n\n".join(parts), replace(base, n=n)
 
 
+def parse_stream(body: dict) -> tuple[bool, bool]:
+    """(stream the reply?, add a usage chunk?) from ``stream`` and ``stream_options``."""
+    stream, options = body.get("stream"), body.get("stream_options")
+    if stream is not None and not isinstance(stream, bool):
+        raise RequestError(400, "'stream' must be true or false")
+    if options is None:
+        return bool(stream), False
+    if not stream:
+        raise RequestError(400, "'stream_options' is only allowed when 'stream' is true")
+    if not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool):
+        raise RequestError(400, "'stream_options' must be an object whose 'include_usage' is true or false")
+    return True, options.get("include_usage", False)
+
+
+def stream_events(head: dict, texts: list[str], finish: str, usage: dict | None) -> list[dict]:
+    """A completion as the chunks an OpenAI stream sends: per choice its role, its content and
+    its finish reason; then, when ``usage`` is given, a chunk with no choices that carries it
+    (every chunk before it has ``usage: null``, as the API sends them)."""
+    chunk = {**head, "object": "chat.completion.chunk"}
+    if usage is not None:
+        chunk["usage"] = None
+
+    def choice(index: int, delta: dict, reason: str | None = None) -> dict:
+        return {**chunk, "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": reason}]}
+
+    events = [choice(i, {"role": "assistant", "content": ""}) for i in range(len(texts))]
+    events += [choice(i, {"content": text}) for i, text in enumerate(texts) if text]
+    events += [choice(i, {}, finish) for i in range(len(texts))]
+    if usage is not None:
+        events.append({**chunk, "choices": [], "usage": usage})
+    return events
+
+
 def authorized(header: str | None, api_key: str | None) -> bool:
     """Does an ``Authorization`` header carry the key (always, when there is no key)?"""
     if not api_key:
@@ -189,6 +227,18 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
             self.end_headers()
             self.wfile.write(data)
 
+        def _stream(self, events: list[dict]) -> None:
+            """Server-sent events, one chunk of the HTTP/1.1 chunked body each, then [DONE]."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in [*(json.dumps(e) for e in events), "[DONE]"]:
+                data = f"data: {event}\n\n".encode()
+                self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+
         def _refused(self) -> bool:
             """Answer 401 when the request lacks the key; True when it did."""
             if authorized(self.headers.get("Authorization"), api_key):
@@ -223,6 +273,7 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise RequestError(400, f"the body is not JSON ({exc})") from None
                 prompt, setting = parse_request(body, name)
+                stream, include_usage = parse_stream(body)
                 try:
                     (generation,) = batcher.submit([prompt], [setting])
                 except Exception as exc:  # the backend failed: a 500 the client may retry
@@ -235,14 +286,18 @@ def make_server(backend, host: str = "127.0.0.1", port: int = 0, name: str = "ad
             prompt_tokens, completion = generation.prompt_tokens, generation.completion_tokens
             texts = generation.texts()
             # per-choice lengths are not kept: a choice counts as cut when the mean reaches the cap
-            cut = completion >= setting.max_tokens * len(texts)
+            finish = "length" if completion >= setting.max_tokens * len(texts) else "stop"
+            head = {"id": f"chatcmpl-{number}", "created": int(time.time()), "model": name}
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                     "total_tokens": prompt_tokens + completion}
+            if stream:
+                self._stream(stream_events(head, texts, finish, usage if include_usage else None))
+                return
             self._send(200, {
-                "id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
-                "model": name,
+                **head, "object": "chat.completion",
                 "choices": [{"index": i, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "length" if cut else "stop"} for i, text in enumerate(texts)],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                          "total_tokens": prompt_tokens + completion}})
+                             "finish_reason": finish} for i, text in enumerate(texts)],
+                "usage": usage})
 
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True

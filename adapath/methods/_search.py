@@ -22,7 +22,7 @@ import numpy as np
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, Usage, prompts
-from adapath.llm.parse import read_answer, read_option
+from adapath.llm.parse import lenient_reading, read_answer, read_option
 from adapath.methods.base import LLMCaller, Param, Query, Result
 
 
@@ -172,6 +172,10 @@ def braced_text(reply: str) -> str:
         if text and text.lower().strip("\"'") not in ("yes", "no"):
             return text
     return ""
+
+
+# The deviation of every search whose final reply ``read_final`` reads.
+READER_DEVIATION = lenient_reading("an entity its search reached (or an option)", "the best path's end")
 
 
 def read_final(reply: str, query: Query, candidates: list[str], best: str) -> tuple[str, str]:

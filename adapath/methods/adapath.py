@@ -27,7 +27,7 @@ from adapath.engine.traverse import (
 from adapath.engine.walks import DAMPING
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
-from adapath.llm.parse import parse_choice, parse_control, read_answer, read_option
+from adapath.llm.parse import lenient_reading, parse_choice, parse_control, read_answer, read_option
 from adapath.methods.answer_type import combine, wh_phrase
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
@@ -588,7 +588,7 @@ METHODS = [MethodSpec(
     "adapath", "Path-Bank meta-paths guide a typed walk from the topic; every walk weighed, or an LLM or "
     "cosine beam",
     "AdaPath (Path-Bank retrieval Eq. 6, control signals, guided traversal, §3.2)", _build,
-    llm="optional", needs=("bank",),
+    llm="optional", needs=("bank",), calls="0, LLM ≤ D+2",
     params=(Param("metapath", True, "follow retrieved meta-paths (false: free BFS, the w/o meta-path ablation)"),
             Param("plan", "bank", "where meta-paths come from: bank, or llm (the w/o Path-Bank ablation)"),
             Param("scorer", "auto", "walk (every walk along the meta-paths, weighed by the query; picks what "
@@ -629,5 +629,6 @@ METHODS = [MethodSpec(
         "turns it off",
         "the ablations are parameters, not separate methods: metapath=false (w/o meta-path: free BFS with the "
         "same scorer) and plan=llm (w/o Path-Bank: the LLM proposes the meta-paths)",
+        "with an LLM, " + lenient_reading("a candidate entity of its paths (or an option)", "the best path's end"),
     ),
 )]

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage
 from adapath.llm.base import ParamsArg
+from adapath.typed import parse_as
 
 
 @dataclass(frozen=True)
@@ -189,16 +190,7 @@ class Param:
     help: str
 
     def parse(self, text: str) -> Any:
-        kind = type(self.default)
-        try:
-            if kind is bool:
-                lowered = text.strip().lower()
-                if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return lowered in ("true", "1", "yes")
-            return kind(text)
-        except ValueError:
-            raise InputError(f"--param {self.name}={text!r}: expected a {kind.__name__}") from None
+        return parse_as(text, type(self.default), f"--param {self.name}")
 
 
 @dataclass
@@ -241,6 +233,7 @@ class MethodSpec:
     params: tuple[Param, ...] = ()
     path_finding: bool = True  # its results carry graph paths (Table 4 rows)
     repository: str = ""  # the official code it follows, "owner/name" ("" when there is none)
+    calls: str = ""  # LLM calls per question, a short bound ("1", "<= 2D+1 = 7"); "" when not stated
     # Every way it still differs from that code by default, each with its reason.
     deviations: tuple[str, ...] = ()
 

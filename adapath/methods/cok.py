@@ -25,8 +25,9 @@ Calls per question: 2 when the samples agree (domains, one request for the sampl
 Each stage of a batch is one backend batch. The retrieved facts are the result's one-hop
 ``paths`` and their far ends its depth-1 ``explored`` set.
 
-``cok-facts`` is the single-call variant the AdaPath paper describes: the ``triplets`` (30)
-best one-hop facts of the topic entities in one chain-of-thought prompt.
+``cok-facts`` is this project's single-call variant, described by neither the CoK paper nor the
+AdaPath paper: the ``triplets`` (30) best one-hop facts of the topic entities in one
+chain-of-thought prompt.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm import rationale_prompts as rp
-from adapath.llm.parse import parse_answer, read_option, read_reply
+from adapath.llm.parse import lenient_reading, parse_answer, read_option, read_reply
 from adapath.methods import _rationales as ra
 from adapath.methods._kg_facts import Fact, Resolver, fact_edge, fact_names, facts_of, rank_facts
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
@@ -218,6 +219,7 @@ def _build_facts(context: MethodContext) -> FactsPrompt:
                        p["prefilter"], p["max_tokens"])
 
 
+_READER = lenient_reading("an entity of the retrieved facts (or an option)", "the best-ranked fact's far end")
 _RANKING = (Param("alpha", 0.5, "weight of the encoder's cosine against BM25 in the fact ranking"),
             Param("prefilter", 200, "facts kept by BM25 before embedding"))
 
@@ -228,6 +230,7 @@ METHODS = [
                "and a final answer",
         "Chain-of-Knowledge (Li et al., ICLR 2024), the knowledge graph as its knowledge source",
         _build, llm="required", path_finding=True, repository="DAMO-NLP-SG/chain-of-knowledge",
+        calls="2 or 8",
         deviations=(
             "every domain is served by the one knowledge graph (the authors map domains to Wikidata, "
             "Wikipedia, UpToDate and others): the graph is the only source here, so domain selection is "
@@ -238,7 +241,8 @@ METHODS = [
             "samples are n seeded copies of the prompt in one batch when the backend takes no n parameter; "
             "they are charged as the one request they stand for",
             "worked examples are biomedical, in this project's words, in the authors' format and number "
-            "(6 chain-of-thought, 4 domain, 3 query, 2 edit examples)"),
+            "(6 chain-of-thought, 4 domain, 3 query, 2 edit examples)",
+            _READER),
         params=(Param("samples", 10, "chains of thought sampled in stage 1"),
                 Param("temperature", 0.7, "their sampling temperature"),
                 Param("voters", 5, "the first this many samples that state an answer vote (the authors' code)"),
@@ -249,11 +253,13 @@ METHODS = [
                 Param("seed", 42, "seed of the first sample; sample i uses seed + i"))),
     MethodSpec(
         "cok-facts", "one prompt: the best one-hop KG facts of the topic entities ground a chain of thought "
-                     "(the AdaPath paper's single-call Chain-of-Knowledge; no sampling, no per-step editing)",
-        "Chain-of-Knowledge as the AdaPath paper's §4.2 runs it", _build_facts, llm="required", path_finding=True,
+                     "(this project's single-call variant of Chain-of-Knowledge; no sampling, no per-step editing)",
+        "a single-call variant of Chain-of-Knowledge (Li et al., ICLR 2024) made for this project",
+        _build_facts, llm="required", path_finding=True, calls="1",
         repository="DAMO-NLP-SG/chain-of-knowledge",
         deviations=("one call: none of the authors' domain selection, self-consistency gate, per-rationale "
-                    "retrieval and editing or consolidation (kept as the AdaPath paper's variant)",),
+                    "retrieval and editing or consolidation; a variant of this project's, which neither the CoK "
+                    "paper nor the AdaPath paper describes", _READER),
         params=(Param("triplets", 30, "facts put into the prompt"), *_RANKING,
                 Param("max_tokens", 256, "most tokens in the reply"))),
 ]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage
 from adapath.llm import kgarevion_prompts as kp
-from adapath.llm.parse import parse_triplets, read_reply
+from adapath.llm.parse import lenient_reading, parse_triplets, read_reply
 from adapath.methods._kg_facts import Fact, Resolver, fact_edge, fact_names, facts_of, rank_facts
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 
@@ -244,7 +244,7 @@ METHODS = [MethodSpec(
                  "the graph reviews them; rejected ones are revised from the question alone; then it answers "
                  "(review=oracle: the exact-edge lookup instead of the scorer, an upper bound)",
     "KGARevion (Su et al. 2025; extract, generate, review, revise, answer)", _build, llm="required",
-    path_finding=True, repository="mims-harvard/KGARevion",
+    path_finding=True, repository="mims-harvard/KGARevion", calls="≥ 3",
     deviations=(
         "the review is a DistMult embedding trained on the graph's triplets with a threshold set on held-out "
         "triplets, not an LLM fine-tuned over RotatE embeddings: no fine-tuned reviewer model can be shipped or "
@@ -254,7 +254,8 @@ METHODS = [MethodSpec(
         "entities link to nodes by name (exact, then a close name by character 3-grams), not through UMLS "
         "with scispaCy; relations link to the closest relation name, not by BERT embedding similarity",
         "the answer may use 64 tokens (the original allows 30), so a braced answer is not cut off",
-        "prompts are in this project's words; like the original's they are zero-shot and ask for JSON"),
+        "prompts are in this project's words; like the original's they are zero-shot and ask for JSON",
+        lenient_reading("an entity of its triplets (or an option)")),
     params=(Param("review", "kge", "how a linked triplet is judged: kge (the trained scorer) or oracle (the exact "
                                    "edge must be in the graph: an upper bound, not the paper's method)"),
             Param("rounds", 1, "revision rounds for a rejected triplet"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from adapath.llm import GenerationParams, Usage, prompts
-from adapath.llm.parse import read_reply
+from adapath.llm.parse import lenient_reading, read_reply
 from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
@@ -111,23 +111,26 @@ def _build_sc(context: MethodContext) -> SelfConsistency:
     return SelfConsistency(context.llm, p["k"], p["temperature"], p["seed"], p["max_tokens"])
 
 
+_READER = lenient_reading("an option (multiple choice)")
 _FORMAT = ("the prompt closes with this project's answer format (the answer in braces, or an option letter) "
            "so that one reader reads every method")
 
 METHODS = [
     MethodSpec("io", "the LLM answers the question directly, no graph",
                "IO prompting (the AdaPath paper's LLM-only baseline)", _single("io", prompts.direct_answer, 64),
-               llm="required", path_finding=False,
+               llm="required", path_finding=False, calls="1",
                params=(Param("max_tokens", 64, "most tokens in the reply"),),
-               deviations=("zero-shot: the question and the answer format only (there is no official code)",)),
+               deviations=("zero-shot: the question and the answer format only (there is no official code)",
+                           _READER)),
     MethodSpec("cot", "the LLM reasons step by step, then answers; no graph (zero-shot)",
                "Chain-of-thought prompting (Wei et al. 2022), zero-shot as Kojima et al. 2022",
                _single("cot", prompts.chain_of_thought, 256), llm="required", path_finding=False,
+               calls="1",
                params=(Param("max_tokens", 256, "most tokens in the reply"),),
                deviations=("zero-shot (a 'step by step' instruction) where Wei et al. prompt with worked "
-                           "exemplars: the few-shot chains of thought are what sc samples", _FORMAT)),
+                           "exemplars: the few-shot chains of thought are what sc samples", _FORMAT, _READER)),
     MethodSpec("sc", "k few-shot chain-of-thought answers sampled in one request (one call); the majority wins",
-               "Self-consistency (Wang et al., ICLR 2023)", _build_sc, llm="required", path_finding=False,
+               "Self-consistency (Wang et al., ICLR 2023)", _build_sc, llm="required", path_finding=False, calls="1",
                params=(Param("k", 40, "sampled chain-of-thought replies per question (the paper's 40)"),
                        Param("temperature", 0.7, "sampling temperature (above 0; the paper's 0.7)"),
                        Param("seed", 42, "seed of the request (local backends: sample i uses seed + i)"),
@@ -136,5 +139,5 @@ METHODS = [
                            "answer is ...' format and StrategyQA's count (the paper reuses Wei et al.'s exemplars, "
                            "written for other tasks)",
                            "no top-k truncation (the paper samples GPT-3 and PaLM with top-k 40): the backends "
-                           "here take temperature and top_p only", _FORMAT)),
+                           "here take temperature and top_p only", _FORMAT, _READER)),
 ]

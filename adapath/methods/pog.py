@@ -287,6 +287,10 @@ def _params(depth: int, max_tokens: int) -> tuple[Param, ...]:
             s.exhausted_param("PoG"))
 
 
+# 1 decomposition; per depth one call per entity (relations) and per relation with 2+ tails
+# (entities), memory, evaluation and up to 2 reflection calls (at least 3); 1 answer
+POG_CALLS = "≥ 3D+2"
+
 _DEVIATIONS = (
     "worked examples are biomedical and in this project's words (PoG's are Freebase questions), in PoG's "
     "format and count: decomposition 1, relations 1, entities 1, memory 1, evaluation 5, reflection 2, "
@@ -296,6 +300,9 @@ _DEVIATIONS = (
     "reflection's candidates are every entity of the explored subgraph not explored now (the original's "
     "loop, by its indentation, offers the expanded entities and only the members of lists longer than 70)",
     "the final answer prompts close with this project's answer format (braces, or an option letter)",
+    "a long entity list keeps the names most similar to the question under this project's --encoder "
+    "(minilm by default) where the official code uses msmarco-distilbert-base-tas-b",
+    s.READER_DEVIATION,
 )
 
 METHODS = [
@@ -303,12 +310,12 @@ METHODS = [
         "pog", "Plan-on-Graph: sub-objectives guide relation and entity exploration; memory; reflection adds "
                "entities; depth 4",
         "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(4, 4096), llm="required",
-        params=_params(4, 4096), repository="liyichen-cly/PoG", deviations=_DEVIATIONS),
+        params=_params(4, 4096), repository="liyichen-cly/PoG", deviations=_DEVIATIONS, calls=POG_CALLS),
     MethodSpec(
         "pog-d3", "Plan-on-Graph at the shared depth 3 with 512-token replies (like-for-like tables); "
                   "otherwise pog",
         "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(3, 512), llm="required",
-        params=_params(3, 512), repository="liyichen-cly/PoG",
+        params=_params(3, 512), repository="liyichen-cly/PoG", calls=POG_CALLS,
         deviations=("depth 3 instead of PoG's 4 and replies capped at 512 tokens instead of 4,096, on purpose: "
                     "the depth every path baseline shares in like-for-like tables", *_DEVIATIONS)),
 ]

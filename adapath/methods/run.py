@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from adapath.errors import InputError
+from adapath.jsonl import read_json_object
 from adapath.methods.base import Method, Query, Result, ResultShapeError, check_result_shape
 from adapath.progress import Progress
 
@@ -72,19 +73,28 @@ def settings_path(out: Path) -> Path:
 
 
 def finished_pairs(out: Path) -> set[tuple[str, str]]:
-    """(id, level) of complete result lines; a torn last line (a crash mid-write) is cut off."""
+    """(id, level) of complete result lines; a torn last line (a crash mid-write) is cut off,
+    and a broken line with lines after it is an error (cutting there would lose them)."""
     if not out.is_file():
         return set()
     done = set()
     good_bytes = 0
+    torn = 0  # the number of a line that could not be read, when one is pending
     with open(out, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                good_bytes += 0 if torn else len(raw)
+                continue
+            if torn:
+                raise InputError(f"{out}:{torn}: not a complete result line, and lines follow it; mend or "
+                                 "remove that line, or pass --force to start over")
             try:
-                obj = json.loads(raw.decode("utf-8"))
+                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
                 if not raw.endswith(b"\n"):
                     raise ValueError
-            except (ValueError, UnicodeDecodeError):
-                break
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                torn = lineno
+                continue
             if not isinstance(obj, dict):
                 raise InputError(f"{out}:{lineno}: expected a JSON object (a result line)")
             try:
@@ -112,7 +122,7 @@ def check_settings(out: Path, settings: dict, force: bool) -> None:
     if not sidecar.is_file():
         raise InputError(f"{out}: results without their settings file {sidecar.name}; "
                          "pass --force to start over")
-    old = json.loads(sidecar.read_text())
+    old = read_json_object(sidecar)
     changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)]
     if changed:
         key = changed[0]

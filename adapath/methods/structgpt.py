@@ -1,8 +1,9 @@
 """StructGPT (Jiang et al., EMNLP 2023; RUCAIBox/StructGPT) on a knowledge graph: iterative
 reading-then-reasoning through two reading interfaces, as its KGQA script runs them.
 
-At each step (up to ``max_depth``, 2 by default: the original reads a 2-hop subgraph, one
-chosen relation and the hop behind it):
+At each step (up to ``max_depth``: 3 by default, the one three-hop limit the AdaPath paper sets
+for every method; ``structgpt-d2`` keeps the original's 2, a 2-hop subgraph of one chosen
+relation and the hop behind it):
 
 1. Extract_Neighbor_Relations: the relations of the current entities are linearized and the
    LLM picks the relation to follow ("The relevant relation: ..."; every candidate the reply
@@ -29,7 +30,7 @@ from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Qu
 
 @dataclass
 class StructGPTConfig:
-    max_depth: int = 2
+    max_depth: int = 3
     max_triples: int = 60  # facts read per relation (StructGPT's max_triples_per_relation for WebQSP)
     seed: int = 42
     exhausted: str = "knowledge"
@@ -129,33 +130,48 @@ class StructGPT:
                 st.finish(c.exhausted, "depth-limit", depth)
 
 
-def _build(context: MethodContext) -> StructGPT:
-    p = context.params
-    config = StructGPTConfig(max_depth=p.get("max_depth", 2), max_triples=p.get("max_triples", 60),
-                             seed=p.get("seed", 42),
-                             exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "structgpt"))
-    if config.max_depth < 1 or config.max_triples < 1:
-        raise InputError("--method structgpt: max_depth and max_triples must be at least 1")
-    return StructGPT(context.graph, context.llm, config)
+def _builder(name: str, depth: int):
+    def build(context: MethodContext) -> StructGPT:
+        p = context.params
+        config = StructGPTConfig(max_depth=p.get("max_depth", depth), max_triples=p.get("max_triples", 60),
+                                 seed=p.get("seed", 42),
+                                 exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), name))
+        if config.max_depth < 1 or config.max_triples < 1:
+            raise InputError(f"--method {name}: max_depth and max_triples must be at least 1")
+        return StructGPT(context.graph, context.llm, config)
+    return build
 
 
-METHODS = [MethodSpec(
-    "structgpt", "StructGPT: iterative reading interfaces (the entities' relations, then triples through the "
-                 "chosen relation); the LLM answers or asks for more; 2 steps",
-    "StructGPT (Jiang et al., EMNLP 2023)", _build, llm="required",
-    params=(Param("max_depth", 2, "most reading steps (hops)"),
+def _params(depth: int) -> tuple[Param, ...]:
+    return (Param("max_depth", depth, "most reading steps (hops)"),
             Param("max_triples", 60, "triples read per relation per step (a seeded sample beyond)"),
             Param("seed", 42, "seed of the triple samples"),
-            s.exhausted_param("StructGPT")),
-    repository="RUCAIBox/StructGPT",
-    deviations=(
-        "prompts are zero-shot as the original's KGQA prompts, in this project's words; the reading prompt asks "
-        "for the answer in braces (or an option letter) after 'The final answers:' so that one reader reads "
-        "every method",
-        "the second step picks a relation again (the original's relation_rerank prompt) where the original's "
-        "WebQSP script follows a CVT node: PrimeKG has no CVT nodes, so its constraint step never applies",
-        "each step is a fresh prompt; the original keeps a chat history per step and resets it after the "
-        "relation choice",
-        "a long fact list is cut to a seeded sample of max_triples (60, the original's WebQSP setting)",
-    ),
-)]
+            s.exhausted_param("StructGPT"))
+
+
+_DEVIATIONS = (
+    "prompts are zero-shot as the original's KGQA prompts, in this project's words; the reading prompt asks "
+    "for the answer in braces (or an option letter) after 'The final answers:' so that one reader reads "
+    "every method",
+    "the second and later steps pick a relation again (the original's relation_rerank prompt) where the "
+    "original's WebQSP script follows a CVT node: PrimeKG has no CVT nodes, so its constraint step never applies",
+    "each step is a fresh prompt; the original keeps a chat history per step and resets it after the "
+    "relation choice",
+    "a long fact list is cut to a seeded sample of max_triples (60, the original's WebQSP setting)",
+    s.READER_DEVIATION,
+)
+
+METHODS = [
+    MethodSpec(
+        "structgpt", "StructGPT: iterative reading interfaces (the entities' relations, then triples through "
+                     "the chosen relation); the LLM answers or asks for more; 3 steps",
+        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt", 3), llm="required", params=_params(3),
+        repository="RUCAIBox/StructGPT", calls="≤ 2D+1 = 7",
+        deviations=("3 reading steps, the one three-hop limit the AdaPath paper sets for every method, where the "
+                    "original's WebQSP script reads 2 (so that 3-hop answers can be reached; structgpt-d2 keeps 2)",
+                    *_DEVIATIONS)),
+    MethodSpec(
+        "structgpt-d2", "StructGPT with the original's 2 reading steps (a 2-hop subgraph); otherwise structgpt",
+        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt-d2", 2), llm="required", params=_params(2),
+        repository="RUCAIBox/StructGPT", calls="≤ 2D+1 = 5", deviations=_DEVIATIONS),
+]

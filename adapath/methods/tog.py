@@ -165,7 +165,7 @@ METHODS = [MethodSpec(
     "tog", "Think-on-Graph: LLM relation then entity pruning in a width-3 beam, a sufficiency check per depth "
            "whose {Yes} reply holds the answer",
     "Think-on-Graph (Sun et al., ICLR 2024)", _build, llm="required", params=TOG_PARAMS,
-    repository="IDEA-FinAI/ToG",
+    repository="IDEA-FinAI/ToG", calls="≤ 40",
     deviations=(
         "worked examples are biomedical and in this project's words (ToG's shots are Freebase questions), "
         "in ToG's format and count: relations 1, entities 1, sufficiency 5, answer 5, no-graph answer 6",
@@ -174,5 +174,6 @@ METHODS = [MethodSpec(
         "letter), so that one reader reads every method",
         "ToG's Freebase-only relation filter (abandon_rels) and the removal of relations already followed "
         "have no PrimeKG counterpart; a walk never revisits its own nodes instead",
+        s.READER_DEVIATION,
     ),
 )]

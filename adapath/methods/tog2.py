@@ -15,12 +15,14 @@ the entities' documents, here the nodes' descriptions.
      cut to a seeded sample of that size, as ToG-2 samples 50), keeping those with a description;
    - entity-guided context retrieval and context-based entity pruning: every candidate's
      description is cut into chunks of ``chunk_sentences`` sentences; all chunks are ranked
-     by relevance to the question (plus the last clue); the ``top_chunks`` best (k = 10) score
+     by relevance to the question (plus the last clue with ``clue=true``); the ``top_chunks`` best (k = 10) score
      their entities as sum(score * exp(-0.8 * rank)); the ``width`` best entities extend the
      reasoning paths, and the sentences of their ranked chunks join the reference pool;
    - hybrid reasoning: the question, the triplets of all reasoning paths and the ``references``
      (10) pool sentences most relevant to the question go to the LLM, which answers ({Yes} and
-     the answer) or says what is missing ({No} and a clue that joins the next retrieval query).
+     the answer) or says what is missing ({No} and a clue). The official code has a slot for the
+     clue that its main leaves empty, so retrieval uses the question alone; ``clue=true`` feeds
+     the clue back: it joins the next retrieval query and the next reasoning prompt.
 3. No candidate left, or the depth limit without a yes: the LLM answers from its own
    knowledge (``exhausted=paths``: from the triplets).
 
@@ -125,6 +127,7 @@ class ToG2Config:
     gate_samples: int = 10
     gate_threshold: float = 0.8
     bare_nodes: str = "facts"  # text of a node without a description: facts (name and one-hop facts) or skip
+    clue: bool = False  # feed the {No} reply's clue back (the official main leaves it empty)
     # ToG-2's defaults: temperature 0 throughout, 256 new tokens
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=256, temperature=0.0))
 
@@ -333,7 +336,8 @@ class ThinkOnGraph2:
             if s.read_verdict(reply):  # the reasoning reply carries the answer
                 st.finish("reply", "sufficient", depth, reply)
                 continue
-            st.clue = s.braced_text(reply) or st.clue
+            if c.clue:
+                st.clue = s.braced_text(reply) or st.clue
             if depth == c.max_depth:
                 st.finish(c.exhausted, "depth-limit", depth)
 
@@ -361,7 +365,7 @@ def _build(context: MethodContext) -> ThinkOnGraph2:
                         exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "tog2"),
                         seed=p.get("seed", 42), gate=p.get("gate", True),
                         gate_samples=p.get("gate_samples", 10), gate_threshold=p.get("gate_threshold", 0.8),
-                        bare_nodes=p.get("bare_nodes", "facts"))
+                        bare_nodes=p.get("bare_nodes", "facts"), clue=p.get("clue", False))
     if config.bare_nodes not in ("facts", "skip"):
         raise InputError(f"--method tog2: --param bare_nodes={config.bare_nodes!r}: choose facts or skip")
     if not 0 <= config.gate_threshold <= 1:
@@ -375,9 +379,10 @@ def _build(context: MethodContext) -> ThinkOnGraph2:
 METHODS = [MethodSpec(
     "tog2", "ToG-2: a self-consistency gate (10 chains of thought; >= 80% agreement answers without the graph), "
             "then ToG's graph search interleaved with retrieval over node texts (context-based entity pruning, "
-            "hybrid reasoning with clues). A node without a description is given its name, type and typed "
+            "hybrid reasoning). A node without a description is given its name, type and typed "
             "one-hop facts as its text, so it can be reached (bare_nodes=skip drops such nodes)",
     "Think-on-Graph 2.0 (Ma et al., ICLR 2025)", _build, llm="required", repository="IDEA-FinAI/ToG-2",
+    calls="≤ 2D+3 = 9",
     deviations=(
         "node descriptions stand in for the Wikipedia pages ToG-2 retrieves from, and a node without one gets "
         "its name and typed one-hop facts as text (ToG-2 drops an entity without a page; in the 898 BioStrat-QA "
@@ -386,7 +391,10 @@ METHODS = [MethodSpec(
         "the gate's samples are n seeded copies of the prompt in one batch when the backend takes no n "
         "parameter; they are charged as the one request they stand for",
         "worked examples are biomedical, in this project's words, in the authors' format and number (the "
-        "gate's chain of thought has 3)"),
+        "gate's chain of thought has 3)",
+        "chunks and sentences are ranked with this project's --encoder (minilm by default) where the official "
+        "code ranks them with BAAI/bge-large-en-v1.5 ('bge-bi'); ranker=bm25 is ToG-2's other option",
+        s.READER_DEVIATION),
     params=(Param("width", 3, "relations per entity and entities kept per depth"),
             Param("max_depth", 3, "most hops searched"),
             Param("sample_at", 50, "neighbour lists this long or longer are cut to a seeded sample of this size"),
@@ -400,5 +408,7 @@ METHODS = [MethodSpec(
             Param("gate_threshold", 0.8, "share of the samples the majority answer needs to skip the graph"),
             Param("bare_nodes", "facts", "text of a node without a description: facts (its name, type and "
                                          "typed one-hop facts) or skip (unreachable, as without a page)"),
+            Param("clue", False, "feed the {No} reply's clue back into the next retrieval query and reasoning "
+                                 "prompt (false: as the official main, whose clue slot stays empty)"),
             Param("seed", 42, "seed of the neighbour samples and of the gate's first sample")),
 )]

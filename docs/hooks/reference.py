@@ -108,10 +108,11 @@ def methods_reference_markdown() -> str:
         "# Methods",
         "",
         "Generated from the method registry (`adapath.methods.registry.all_methods()`) at build time;",
-        "`adapath methods` prints the same. Parameters are set with `adapath answer --param NAME=VALUE`.",
+        "`adapath methods` prints a compact table of them and `adapath methods NAME` (or `--long`) the whole of",
+        "each. Parameters are set with `adapath answer --param NAME=VALUE`.",
         "",
-        "| method | what | paper | official code | needs |",
-        "|---|---|---|---|---|",
+        "| method | what | paper | official code | needs | LLM calls per question |",
+        "|---|---|---|---|---|---|",
     ]
     methods = all_methods()
     for spec in methods.values():
@@ -119,13 +120,14 @@ def methods_reference_markdown() -> str:
         needs = ", ".join([{"required": "`--llm`", "optional": "`--llm` (optional)", "none": ""}[spec.llm]]
                           + [f"`--{need}`" for need in spec.needs])
         out.append(f"| [`{spec.name}`](#{spec.name}) | {_cell(spec.summary)} | {_cell(spec.paper)} | {repo} "
-                   f"| {needs.strip(', ')} |")
+                   f"| {needs.strip(', ')} | {_cell(spec.calls) or '-'} |")
     out.append("")
     for spec in methods.values():
         out += [f"## `{spec.name}` {{#{spec.name}}}", "", _cell(spec.summary), "",
                 f"- Paper: {_cell(spec.paper)}",
                 f"- Official code: {('https://github.com/' + spec.repository) if spec.repository else 'none'}",
-                f"- LLM: {spec.llm}; path-finding (Table 4 rows): {'yes' if spec.path_finding else 'no'}", ""]
+                f"- LLM: {spec.llm}; LLM calls per question: {_cell(spec.calls) or 'not stated'} (D = max_depth, "
+                f"N = width); path-finding (Table 4 rows): {'yes' if spec.path_finding else 'no'}", ""]
         if spec.params:
             out += ["| parameter | default | what |", "|---|---|---|"]
             out += [f"| `{p.name}` | `{p.default}` | {_cell(p.help)} |" for p in spec.params]
