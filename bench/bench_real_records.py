@@ -26,7 +26,8 @@ Variants (``--param`` settings of ``adapath answer --method adapath``):
 
 Printed per variant: EM by level x hop, depth-wise triplet recall and hit rate, meta-path R@k
 of the surviving list and of the ranked list before filtering, control-signal vote accuracy,
-and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice).
+and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice),
+per level and, for every walk cell below the paper's row, per cell.
 Everything lands in ``--work`` (graph, bank, node embeddings, answers, reports) so a rerun only
 does what is missing; answers resume per batch.
 """
@@ -231,7 +232,8 @@ def print_pool_table(pools: dict, records: list[dict]) -> None:
 
 
 def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
-    """base and base+competitors share every node text (rivals are linked, not added), so a
+    """A setting and its +competitors sibling (base and base+competitors, base+diseases and
+    base+diseases+competitors) share every node text (rivals are linked, not added), so a
     finished store of a sibling setting with the same text checksum is copied, not recomputed."""
     import shutil
 
@@ -374,6 +376,16 @@ def print_tables(reports: dict, extras: dict, fails: dict) -> None:
     for n in names:
         for level in LEVELS:
             print(f"| {n} | {level} | " + " | ".join(str(fails[n][level].get(k, 0)) for k in kinds) + " |")
+    short = [(n, level, hop) for n in names if n.startswith("walk") for level in LEVELS for hop in (1, 2, 3)
+             if reports[n]["cells"].get(level, {}).get(f"hop{hop}_strict", 100.0) < PAPER[level][hop]]
+    if short:
+        print("\nWalk cells below the paper's row: failures by first cause (count of records in the cell)\n")
+        print("| variant | level | hop | EM | paper | " + " | ".join(kinds) + " |")
+        print("|---|---|---|---|---|" + "---|" * len(kinds))
+        for n, level, hop in short:
+            cell = extras[n]["failures_by_hop"][hop][level]
+            print(f"| {n} | {level} | {hop} | {reports[n]['cells'][level][f'hop{hop}_strict']:.1f} | "
+                  f"{PAPER[level][hop]} | " + " | ".join(str(cell.get(k, 0)) for k in kinds) + " |")
 
 
 def main() -> None:
@@ -465,7 +477,10 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) 
         results = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels, args.batch, encoder)
         reports[name] = write_report(results, query_set, graph, work / "reports" / args.split / name)
         record_scores(results, items, graph)
-        extras[name] = {"ranked": ranked_recall(results, items)}
+        by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, graph)
+                  for hop in (1, 2, 3)}
+        extras[name] = {"ranked": ranked_recall(results, items),
+                        "failures_by_hop": {hop: {lv: dict(c) for lv, c in f.items()} for hop, f in by_hop.items()}}
         fails[name] = failures(results, items, graph)
     print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
           f"({args.split} split); graph {setting}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
