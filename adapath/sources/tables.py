@@ -38,6 +38,18 @@ class Vocabulary:
         return code
 
 
+def require_files(directory: Path, files: Iterable[str], kind: str) -> dict[str, Path]:
+    """name -> path of each file a release directory must hold; one-line error otherwise."""
+    if not directory.is_dir():
+        raise InputError(f"{directory}: no such directory")
+    files = list(files)
+    paths = {name: directory / name for name in files}
+    missing = [name for name, p in paths.items() if not p.is_file()]
+    if missing:
+        raise InputError(f"{directory}: missing {', '.join(missing)} ({kind} holds {', '.join(files)})")
+    return paths
+
+
 def read_header(path: Path) -> list[str]:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
