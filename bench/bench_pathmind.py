@@ -172,6 +172,8 @@ def main() -> None:
     real.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0: all).")
     real.add_argument("--reasoner", type=int, default=0, help="Test questions of the reasoner rows (0: none).")
     real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
+    real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
+                      "steps (-1: the epochs).")
     args = parser.parse_args()
     args.encoder = args.encoder or ("minilm" if args.real else "hashing")
     if args.real:

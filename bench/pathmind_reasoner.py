@@ -66,7 +66,7 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
             say(f"  fine-tuning the reasoner: {stage}")
             clock = time.perf_counter()
             history = finetune(base, stage, root / f"{stage}.jsonl", adapter, epochs=args.reasoner_epochs,
-                               sft_adapter=root / "sft" if stage == "dpo" else None)
+                               max_steps=args.reasoner_steps, sft_adapter=root / "sft" if stage == "dpo" else None)
             losses = [h["loss"] for h in history if "loss" in h]
             (adapter / "history.json").write_text(json.dumps({"seconds": time.perf_counter() - clock,
                                                               "losses": losses}))

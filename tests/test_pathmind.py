@@ -16,7 +16,7 @@ from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import ScriptedBackend
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.infer import PathMind
-from adapath.methods.pathmind.model import PathMindNet, bce_logits
+from adapath.methods.pathmind.model import PathMindNet
 from adapath.methods.pathmind.propagate import Places, RelationalGraph, relational_gather
 from adapath.methods.pathmind.train import (
     Features,
@@ -92,11 +92,12 @@ def test_cumulative_cost_is_the_sum_over_walks_of_triple_products(reading):
     start[topics, 0] = boundary
     seeds = np.zeros(5, np.bool_)
     seeds[topics] = True
-    d = net.cumulative(gates, rho, start, relational, Places(np.arange(5), 5), relational.reach(seeds, 3))
-    want = brute_force_d(gates[:, 0].detach().numpy(), rho.detach().numpy(), boundary.detach().numpy(), topics, 3,
-                         reading)
-    assert d.shape == (5, 1, want.shape[1])
-    np.testing.assert_allclose(d[:, 0].detach().numpy(), want, rtol=1e-10)
+    layers = net.cumulative(gates, rho, start, relational, Places(np.arange(5), 5), relational.reach(seeds, 3))
+    for hops, d in enumerate(layers, start=1):
+        want = brute_force_d(gates[:, 0].detach().numpy(), rho.detach().numpy(), boundary.detach().numpy(), topics,
+                             hops, reading)
+        assert d.shape == (5, 1, want.shape[1])
+        np.testing.assert_allclose(d[:, 0].detach().numpy(), want, rtol=1e-10)
 
 
 def test_relational_gather_matches_a_dense_sum_and_its_gradient():
@@ -173,25 +174,39 @@ def test_batched_questions_score_each_as_alone(trained):
         assert torch.allclose(some, alone[torch.as_tensor(inputs.places.local_of[rows])], rtol=1e-4, atol=1e-4)
 
 
-def test_loss_is_the_mean_of_per_question_class_balanced_bce():
-    logits = torch.tensor([[2.0, -1.0], [0.5, 0.0], [-1.0, 3.0], [0.0, 0.0]])
-    target = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-    mask = torch.tensor([[True, True], [True, True], [True, True], [False, True]])
-    expected = []
-    for j in range(2):
-        rows = [i for i in range(4) if mask[i, j]]
-        pos = sum(target[i, j] for i in rows)
-        weight = (len(rows) - pos) / pos
-        loss = 0.0
+LOGITS = [[2.0, -1.0], [0.5, 0.0], [-1.0, 3.0], [0.0, 0.0]]
+TARGET = [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+MEMBER = [[True, True], [True, True], [True, True], [False, True]]
+
+
+def full_losses(logits, target, member):
+    """Per question: (softmax cross-entropy, class-balanced BCE) over its members, by hand."""
+    out = []
+    for j in range(len(logits[0])):
+        rows = [i for i in range(len(logits)) if member[i][j]]
+        answers = [i for i in rows if target[i][j]]
+        softmax = np.log(sum(np.exp(logits[i][j]) for i in rows)) - np.mean([logits[i][j] for i in answers])
+        weight = (len(rows) - len(answers)) / len(answers)
+        bce = 0.0
         for i in rows:
-            p = 1 / (1 + np.exp(-float(logits[i, j])))
-            loss += -(weight * target[i, j] * np.log(p) + (1 - target[i, j]) * np.log(1 - p))
-        expected.append(loss / len(rows))
-    assert float(bce_logits(logits, target, mask)) == pytest.approx(float(np.mean(expected)), rel=1e-6)
+            p = 1 / (1 + np.exp(-logits[i][j]))
+            bce += -(weight * target[i][j] * np.log(p) + (1 - target[i][j]) * np.log(1 - p))
+        out.append((softmax, bce / len(rows)))
+    return np.array(out)
 
 
-def test_sampled_loss_is_the_full_loss_when_every_negative_is_drawn_and_unbiased_otherwise(trained):
-    from adapath.methods.pathmind.train import sampled_bce, sampled_targets
+def test_losses_by_hand():
+    from adapath.methods.pathmind.train import subgraph_loss
+
+    want = full_losses(LOGITS, TARGET, MEMBER).mean(0)
+    logits, target = torch.tensor(LOGITS), torch.tensor(TARGET)
+    multiplicity = torch.tensor(MEMBER, dtype=torch.float32)
+    for kind, value in zip(("softmax", "bce"), want):
+        assert float(subgraph_loss(logits, target, multiplicity, kind)) == pytest.approx(value, rel=1e-6)
+
+
+def test_sampled_losses_are_the_full_ones_when_every_negative_is_drawn(trained):
+    from adapath.methods.pathmind.train import sampled_targets, subgraph_loss
 
     graph, _, _, features, _, model, held_out, _ = trained
     chunk = held_out[:3]
@@ -199,17 +214,17 @@ def test_sampled_loss_is_the_full_loss_when_every_negative_is_drawn_and_unbiased
     with torch.no_grad():
         logits = model(inputs).logits
     target, mask = targets(features, chunk, inputs.places)
-    full = float(bce_logits(logits, target, mask))
+    want = full_losses(logits.double().numpy().tolist(), target.numpy().tolist(), mask.numpy().tolist()).mean(0)
     cosine = features.cosine(chunk)
 
-    def sampled(hard, drawn, seed):
-        rows, t, w = sampled_targets(features, chunk, cosine, np.random.default_rng(seed), hard=hard, sampled=drawn)
-        return float(sampled_bce(logits[torch.as_tensor(inputs.places.local_of[rows])], t, w))
+    def sampled(drawn, seed, kind):
+        rows, t, m = sampled_targets(features, chunk, cosine, np.random.default_rng(seed), hard=5, sampled=drawn)
+        return float(subgraph_loss(logits[torch.as_tensor(inputs.places.local_of[rows])], t, m, kind))
 
-    assert sampled(5, graph.num_nodes, 0) == pytest.approx(full, rel=1e-5)
-    estimates = [sampled(5, 40, seed) for seed in range(300)]
-    assert np.mean(estimates) == pytest.approx(full, rel=0.03)
-    assert np.std(estimates) > 0  # a sample, not everything
+    for kind, value in zip(("softmax", "bce"), want):
+        assert sampled(graph.num_nodes, 0, kind) == pytest.approx(value, rel=1e-5)
+    estimates = [sampled(20, seed, "bce") for seed in range(300)]  # BCE is linear in the weights: unbiased
+    assert np.mean(estimates) == pytest.approx(want[1], rel=0.03) and np.std(estimates) > 0
 
 
 def test_learned_priority_beats_shortest_and_random(trained):
@@ -307,6 +322,7 @@ def train_args(root, out, *extra):
     (["--batch", "0"], "--batch 0: must be at least 1"),
     (["--reading", "matrix"], "--reading 'matrix': choose vector, scalar"),
     (["--select", "mrr"], "--select 'mrr': choose hits1 or hits3"),
+    (["--loss", "hinge"], "--loss 'hinge': choose softmax, bce"),
 ])
 def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extra, message):
     code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", *extra), capsys)

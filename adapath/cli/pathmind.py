@@ -25,9 +25,9 @@ def check_level(level: str) -> None:
 
 
 def check_train_options(level: str, epochs: int, hops: int, batch: int, threads: int, reading: str,
-                        select: str) -> None:
+                        select: str, loss: str) -> None:
     """Every training option checked before anything is loaded or written: one line each."""
-    from adapath.methods.pathmind.model import READINGS
+    from adapath.methods.pathmind.config import LOSSES, READINGS
 
     check_level(level)
     if epochs < 1:
@@ -42,6 +42,8 @@ def check_train_options(level: str, epochs: int, hops: int, batch: int, threads:
         raise InputError(f"--reading {reading!r}: choose {', '.join(READINGS)}")
     if select not in ("hits1", "hits3"):
         raise InputError(f"--select {select!r}: choose hits1 or hits3")
+    if loss not in LOSSES:
+        raise InputError(f"--loss {loss!r}: choose {', '.join(LOSSES)}")
 
 
 @pathmind_app.command("train")
@@ -65,6 +67,8 @@ def pathmind_train(
     select: str = typer.Option(TrainConfig.select, "--select", help="Validation score that picks the best epoch "
                                "and stops early: hits1 (the extractive answer) or hits3 (the K=3 entities an "
                                "LLM reads)."),
+    loss: str = typer.Option(TrainConfig.loss, "--loss", help="softmax (cross-entropy of a softmax over the "
+                             "subgraph's entities) or bce (class-balanced binary cross-entropy)."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -72,7 +76,7 @@ def pathmind_train(
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
-    check_train_options(level if level != "all" else "explicit", epochs, hops, batch, threads, reading, select)
+    check_train_options(level if level != "all" else "explicit", epochs, hops, batch, threads, reading, select, loss)
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
     use_cache_dir(cache_dir)
@@ -89,7 +93,7 @@ def pathmind_train(
     graph = KnowledgeGraph.load(kg)
     records = load_records(parse_spec(queries))
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
-                         select=select)
+                         select=select, loss=loss)
     encoder_model = make_encoder(encoder)
     examples = [e for lv in (LEVELS if level == "all" else (level,))
                 for e in make_examples(graph, records, encoder_model, lv)]

@@ -153,6 +153,8 @@ class HFBackend:
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
         model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, torch_dtype=torch_dtype,
                                                      **kwargs)
+        if kwargs:
+            model = dequantized(model)
         if adapter:
             try:
                 from peft import PeftModel
@@ -200,6 +202,17 @@ class HFBackend:
             completion = int((new != self.tokenizer.pad_token_id).sum())
             results.append(Generation(text, prompt_tokens, completion))
         return results
+
+
+def dequantized(model):
+    """A model read from a ``.gguf`` file with its quantization marks removed: transformers
+    de-quantizes the tensors to float32 on load but keeps the model flagged as GGUF-quantized,
+    which refuses training and adapters."""
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    return model
 
 
 class GGUFBackend:

@@ -49,17 +49,22 @@ _PARAMS = (
 
 _DEVIATIONS = (
     "the triple representation (h_u W_r h_v)^T q is read as a vector: W_r diagonal and conditioned on the "
-    "question (one vector per relation and direction), h each entity's gate from its type, its text and the "
-    "question; the scalar reading is a training option (pathmind train --reading scalar)",
+    "question (one vector per relation and direction), h each entity's gate from its type and text read against "
+    "the question and its text's cosine to it; gates and relation vectors are exponentials of bounded logits, so "
+    "a walk's product is a sum of logits in log space; the scalar reading is a training option "
+    "(pathmind train --reading scalar)",
     "the cumulative cost d(q, e) sums over walks (paths that may revisit an entity), as NBFNet's and A*Net's "
-    "generalized Bellman-Ford does, and enters the priority as LayerNorm(log(1 + d))",
+    "generalized Bellman-Ford does; the priority reads log d after each of the 3 layers side by side (walks of "
+    "at most 1, 2, 3 steps), as NBFNet's concatenated hidden states",
     "the query subgraph is the whole union of every topic's 3-hop ball (no bound): the message passing runs "
     "over the whole graph's CSR, several questions side by side",
     "a selection round ranks its frontier by the best priority within reach through an entity in the rounds "
     "left (select=lookahead); the paper does not say how intermediate entities are ordered (select=greedy: "
     "by their own priority)",
-    "the priority is trained with a class-balanced binary cross-entropy (answers positive, weighted by "
-    "negatives / positives per question) over every entity of the subgraph",
+    "the priority is trained with the cross-entropy of a softmax over the subgraph's entities against the "
+    "answers (as GNN readers of KGQA subgraphs train), estimated each step from the answers and a stratified "
+    "sample of the negatives; the paper does not state its loss (pathmind train --loss bce: class-balanced "
+    "binary cross-entropy)",
     "question and entity text are embedded by the project's --encoder at training (MiniLM by default); the "
     "paper's encoder is not stated",
     "the reasoner is whatever --llm names (the paper: Llama-3.1-8B after SFT and DPO); a trained LoRA adapter "
@@ -75,13 +80,13 @@ METHODS = [
     MethodSpec(
         "pathmind", "a learned A*-like path priority over the topics' 3-hop subgraph picks top-K entities over "
         "T rounds; one LLM call reasons over their paths", PAPER, _build, llm="optional", needs=("model",),
-        params=_PARAMS, repository="liuyudiy/PathMind", deviations=_DEVIATIONS),
+        params=_PARAMS, repository="liuyudiy/PathMind", deviations=_DEVIATIONS, calls="0, LLM 1"),
     MethodSpec(
         "pathmind+walk", "beyond both papers: PathMind's learned priority plus AdaPath's walk-scorer vote "
         "(gain / rank for the walk scorer's candidates, from the Path-Bank)", PAPER + " + AdaPath's walk scorer",
         lambda context: _build(context, "pathmind+walk"), llm="optional", needs=("model", "bank"),
         params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight on the priority logit")),
-        repository="liuyudiy/PathMind",
+        repository="liuyudiy/PathMind", calls="0, LLM 1",
         deviations=("a blend of two methods: the priority reads AdaPath's walk scorer (its candidates from the "
                     "Path-Bank), which PathMind never does", *_DEVIATIONS)),
 ]

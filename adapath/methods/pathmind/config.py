@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+READINGS = ("vector", "scalar")  # the triple representation (h_u W_r h_v)^T q read as a vector or a number
+LOSSES = ("softmax", "bce")
+
 
 @dataclass
 class TrainConfig:
@@ -18,3 +21,4 @@ class TrainConfig:
     encoder: str = "hashing"
     batch: int = 4  # questions per optimizer step, side by side in one pass over the graph
     select: str = "hits1"  # the validation score that picks the best epoch: hits1 or hits3
+    loss: str = "softmax"  # softmax (cross-entropy of a softmax over the subgraph) or bce (class-balanced)

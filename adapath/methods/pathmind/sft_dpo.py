@@ -95,6 +95,10 @@ def load_base(base: str | Path):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(str(directory), local_files_only=True, **kwargs)
+    if kwargs:
+        from adapath.llm.local import dequantized
+
+        model = dequantized(model)
     return model, tokenizer
 
 
@@ -137,8 +141,26 @@ def make_trainer(base: str | Path, stage: str, data: str | Path, out: str | Path
 
 
 def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, **options) -> list[dict]:
-    """Train a stage and save its adapter in ``out``. Returns the trainer's log history."""
+    """Train a stage and save its adapter in ``out``, with the project's progress lines on
+    stderr (trl's own print each step's numbers to stdout). Returns the trainer's log history."""
+    from transformers import ProgressCallback, TrainerCallback
+
+    from adapath.progress import Progress
+
+    class StepProgress(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = Progress(state.max_steps, f"{stage} fine-tuning", "steps")
+            self.bar.__enter__()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.advance()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.__exit__(None, None, None)
+
     trainer = make_trainer(base, stage, data, out, **options)
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(StepProgress())
     trainer.train()
     model = trainer.model
     if stage == "dpo" and "ref" in getattr(model, "peft_config", {}):

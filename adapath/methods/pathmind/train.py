@@ -14,8 +14,8 @@ Speed: each step puts ``batch`` questions side by side through one pass over the
 layer (:mod:`adapath.methods.pathmind.propagate`); every node's text embedding is read once,
 before the first epoch. A step scores the answers and a stratified sample of the negatives
 (:func:`sampled_targets`): the ``HARD`` negatives most like the question (cosine of their
-text), all of them, and ``SAMPLED`` of the rest uniformly, each weighted by how many it stands
-for. The sum is an unbiased estimate of the loss over every entity of the subgraph (exactly
+text), all of them, and ``SAMPLED`` of the rest at each hop depth, uniformly, each weighted by
+how many it stands for. The sum is an unbiased estimate of the loss over every entity of the subgraph (exactly
 that loss when the sample holds every negative), and the last layer computes d(q, e) for the
 sampled entities alone. Validation scores every entity.
 """
@@ -136,48 +136,69 @@ def targets(features: Features, examples: list[Example], places: Places) -> tupl
     return target, mask
 
 
-HARD, SAMPLED = 256, 512  # negatives per question and step: most like the question, and uniform
+HARD, SAMPLED = 256, 384  # negatives per question and step: most like the question; uniform per hop depth
 
 
 def sampled_targets(features: Features, examples: list[Example], cosine: np.ndarray, rng: np.random.Generator,
-                    hard: int = HARD, sampled: int = SAMPLED) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(rows, answers, weights): the union of the nodes each question scores this step (its
-    answers, its ``hard`` negatives of highest cosine, ``sampled`` uniform negatives of the
-    rest), and per row and question the target and the loss weight (zero where the question
-    did not sample the row). The weights make ``sampled_bce`` an unbiased estimate of
-    :func:`~adapath.methods.pathmind.model.bce_logits` over every entity."""
+                    hard: int = HARD, sampled: int = SAMPLED) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+    """(rows, answers, multiplicity): the union of the nodes each question scores this step
+    (its answers; its ``hard`` negatives of highest cosine; at each hop depth 1..hops,
+    ``sampled`` of the other negatives drawn uniformly, or all where fewer), and per row and
+    question the target and how many of the question's entities the row stands for (1 for
+    an answer or a hard negative, the stratum's size over its draws for a drawn one; zero
+    where the question did not sample the row). Sums weighted by the multiplicity are
+    unbiased estimates of sums over every entity of the subgraph, and equal them when every
+    negative is drawn. The strata by depth keep the nodes near the topics, few but with the
+    largest walk sums, in every step."""
     picks = []
     for j, e in enumerate(examples):
-        inside = features.subgraph(e.topics)[-1].copy()
+        masks = features.subgraph(e.topics)
+        inside = masks[-1].copy()
         inside[e.topics] = False
         members = np.flatnonzero(inside)
         answer = np.zeros(len(inside), dtype=np.bool_)
         answer[e.answers] = True
         positives = members[answer[members]]
         negatives = members[~answer[members]]
-        score = cosine[negatives, j]
-        order = np.lexsort((negatives, -score))
-        top, rest = negatives[order[:hard]], np.sort(negatives[order[hard:]])
-        uniform = np.sort(rng.choice(rest, size=min(sampled, len(rest)), replace=False)) if len(rest) else rest
-        count, n_pos = len(members), max(len(positives), 1)
-        class_weight = (count - len(positives)) / n_pos
-        picks.append((positives, top, uniform, class_weight / count, 1.0 / count,
-                      (len(rest) / max(len(uniform), 1)) / count))
-    rows = np.unique(np.concatenate([np.concatenate(p[:3]) for p in picks]))
+        order = np.lexsort((negatives, -cosine[negatives, j]))
+        top = np.sort(negatives[order[:hard]])
+        rest = np.sort(negatives[order[hard:]])
+        strata = [(positives, 1.0), (top, 1.0)]
+        for depth in range(1, len(masks)):
+            layer = rest[masks[depth][rest] & ~masks[depth - 1][rest]]
+            drawn = np.sort(rng.choice(layer, size=min(sampled, len(layer)), replace=False)) if len(layer) else layer
+            strata.append((drawn, len(layer) / max(len(drawn), 1)))
+        picks.append(strata)
+    rows = np.unique(np.concatenate([nodes for strata in picks for nodes, _ in strata]))
     target = torch.zeros(len(rows), len(examples))
-    weight = torch.zeros(len(rows), len(examples))
-    for j, (positives, top, uniform, w_pos, w_hard, w_uniform) in enumerate(picks):
-        for nodes, w in ((positives, w_pos), (top, w_hard), (uniform, w_uniform)):
-            at = np.searchsorted(rows, nodes)
-            weight[at, j] = w
-        target[np.searchsorted(rows, positives), j] = 1.0
-    return rows, target, weight
+    multiplicity = torch.zeros(len(rows), len(examples))
+    for j, strata in enumerate(picks):
+        for nodes, m in strata:
+            multiplicity[np.searchsorted(rows, nodes), j] = m
+        target[np.searchsorted(rows, strata[0][0]), j] = 1.0
+    return rows, target, multiplicity
 
 
-def sampled_bce(logits: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """The mean over questions of the weighted binary cross-entropy of the sampled rows."""
-    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * weight
-    return per_node.sum(0).mean()
+def subgraph_loss(logits: torch.Tensor, target: torch.Tensor, multiplicity: torch.Tensor,
+                  kind: str = "softmax") -> torch.Tensor:
+    """The mean over questions (columns) of each one's loss over its subgraph's entities, from
+    the rows it scored and what each stands for (``multiplicity``; zero: not its row):
+
+    - ``softmax``: the cross-entropy of a softmax over the entities against the uniform
+      distribution over the answers, ``log sum exp(s) - mean over answers of s``;
+    - ``bce``: the class-balanced binary cross-entropy, answers weighted by negatives / positives,
+      divided by the number of entities.
+    """
+    member = multiplicity > 0
+    if kind == "softmax":
+        shifted = torch.where(member, logits + torch.log(multiplicity.clamp(min=1e-30)), -torch.inf)
+        answers = (logits * target).sum(0) / target.sum(0).clamp(min=1)
+        return (torch.logsumexp(shifted, 0) - answers).mean()
+    count = multiplicity.sum(0).clamp(min=1)
+    positives = target.sum(0).clamp(min=1)
+    weight = torch.where(target > 0, ((count - positives) / positives).expand_as(target), multiplicity)
+    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * weight * member
+    return (per_node.sum(0) / count).mean()
 
 
 def ranked(logits: torch.Tensor, mask: torch.Tensor, places: Places, k: int) -> list[list[int]]:
@@ -244,7 +265,7 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
                 rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
                 inputs = features.batch(chunk, rows)
                 at = torch.as_tensor(inputs.places.local_of[rows])
-                loss = sampled_bce(model(inputs, at).logits, target, weight)
+                loss = subgraph_loss(model(inputs, at).logits, target, weight, config.loss)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
