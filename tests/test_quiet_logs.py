@@ -24,7 +24,7 @@ def test_model_loading_writes_only_real_warnings(capfd, monkeypatch):
     for handler in handlers:
         monkeypatch.setattr(handler, "stream", log)
     encoder = make_encoder("minilm")  # transformers' "Loading weights" bar
-    encoder.model[0].auto_model.loss_function  # transformers' `loss_type=None` warning
+    _ = encoder.model[0].auto_model.loss_function  # transformers' `loss_type=None` warning
     hf_logging.get_logger("transformers.modeling_utils").warning("a real warning: weights were not initialized")
     assert encoder.encode(["aspirin"]).shape == (1, 384)
     err = capfd.readouterr().err + log.getvalue()

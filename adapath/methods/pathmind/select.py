@@ -64,8 +64,12 @@ def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, t
     if rule not in RULES:
         raise ValueError(f"selection rule {rule!r}: choose {', '.join(RULES)}")
     priority = np.asarray(priority, dtype=np.float64)
-    look = lookahead_scores(indptr, indices, priority, inside, rounds - 1) if rule == "lookahead" else None
     topics = list(dict.fromkeys(int(t) for t in topics))
+    look = None
+    if rule == "lookahead":  # no round walks back through a topic: the look-ahead does not either
+        reachable = np.array(inside, dtype=np.bool_)
+        reachable[topics] = False
+        look = lookahead_scores(indptr, indices, priority, reachable, rounds - 1)
     taken = set(topics)
     seeds = topics
     out = Selection()

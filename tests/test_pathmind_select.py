@@ -1,0 +1,55 @@
+"""PathMind's selection: top-K entities over T rounds, each round's selection seeding the next,
+on a hand-worked example where the look-ahead and the greedy rule part ways."""
+
+import numpy as np
+import pytest
+
+from adapath.engine.graph import KnowledgeGraph
+from adapath.methods.pathmind.select import select_entities
+
+# topic 0; its neighbours A=1, B=2, C=3; A leads to D=4 and E=5, B to F=6, C to G=7; H=8 hangs
+# off the topic's other side and is outside the subgraph
+EDGES = [(0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (2, 6), (3, 7), (0, 8)]
+PRIORITY = np.array([100.0, 5, 1, 4, 0, 2, 9, 3, 50])  # the topic's and H's must never count
+INSIDE = np.array([True] * 8 + [False])
+
+
+def graph():
+    head, tail = (np.array(x) for x in zip(*EDGES))
+    n = 9
+    return KnowledgeGraph.from_edges(head, tail, np.zeros(len(EDGES), np.int64), node_type=np.zeros(n, np.int8),
+                                     names=[str(i) for i in range(n)], descriptions=[""] * n, type_names=("t",),
+                                     relation_names=("r",), relation_descriptions=("",))
+
+
+@pytest.mark.parametrize("k, rule, rounds, final, parents", [
+    # look-ahead, K=1: round 1 ranks A by 5 (itself), B by 9 (F behind it), C by 4 -> B; round 2: F
+    (1, "lookahead", [[2], [6]], [6], {2: 0, 6: 2}),
+    # greedy, K=1: round 1 takes A (5); round 2 its best neighbour E (2); the answer set is A
+    (1, "greedy", [[1], [5]], [1], {1: 0, 5: 1}),
+    # look-ahead, K=2: round 1 B (9), A (5); round 2 from them F (9), E (2); answer set F, A
+    (2, "lookahead", [[2, 1], [6, 5]], [6, 1], {2: 0, 1: 0, 6: 2, 5: 1}),
+    # greedy, K=2: round 1 A (5), C (4); round 2 from them G (3), E (2); answer set A, C
+    (2, "greedy", [[1, 3], [7, 5]], [1, 3], {1: 0, 3: 0, 7: 3, 5: 1}),
+])
+def test_rounds_by_hand(k, rule, rounds, final, parents):
+    g = graph()
+    got = select_entities(g.indptr, g.indices, PRIORITY, INSIDE, [0], k, 2, rule)
+    assert got.rounds == rounds and got.final == final and got.parent == parents
+    assert [got.path(v) for v in final] == [[0] + [parents[v]] * (parents[v] != 0) + [v] for v in final]
+
+
+def test_runners_up_are_the_candidates_no_round_took():
+    g = graph()
+    got = select_entities(g.indptr, g.indices, PRIORITY, INSIDE, [0], 1, 2, "lookahead")
+    assert got.runners_up(PRIORITY) == [1, 3]  # A (5) and C (4), passed over in round 1
+    assert got.path(3) == [0, 3]
+
+
+def test_a_round_with_no_new_neighbour_ends_the_selection():
+    g = graph()
+    got = select_entities(g.indptr, g.indices, PRIORITY, INSIDE, [0], 3, 3, "greedy")
+    # round 1 takes A, C, B; round 2 the best three of their neighbours, F, G, E (D is left);
+    # round 3 finds no neighbour of F, G, E that no round took
+    assert got.rounds == [[1, 3, 2], [6, 7, 5]]
+    assert got.final == [6, 1, 3]
