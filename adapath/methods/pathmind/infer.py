@@ -47,7 +47,7 @@ class Prioritized:
     inside: np.ndarray
     depth: np.ndarray
     places: Places | None = None  # model mode: the nodes the network scored; per place:
-    carried: np.ndarray | None = None  # h * d, what a step carries on
+    d: np.ndarray | None = None  # d(q, e), the cumulative cost
     gates: np.ndarray | None = None  # h, the triple representation's node factor
     relations: np.ndarray | None = None  # codes x hidden: W_r(q)
 
@@ -103,7 +103,7 @@ class PathMind:
             priority = np.full(n, -np.inf)
             priority[nodes] = output.logits[:, j].numpy()
             priority[~inside] = -np.inf
-            out.append(Prioritized(priority, inside, depth, inputs.places, (output.gates[:, j] * output.d[:, j]).numpy(),
+            out.append(Prioritized(priority, inside, depth, inputs.places, output.d[:, j].numpy(),
                                    output.gates[:, j].numpy(), output.relations[:, j].numpy()))
         return out
 
@@ -132,8 +132,7 @@ class PathMind:
             return int(g.rel[between[0]])
         codes = 2 * g.rel[between].astype(np.int64) + (1 - g.fwd[between].astype(np.int64))
         at = prioritized.places.local_of[[head, tail]]
-        width = prioritized.relations.shape[1]
-        carried = np.broadcast_to(prioritized.carried[at[0]], (width,))
+        carried = prioritized.gates[at[0]] * prioritized.d[at[0]]  # h * d at the step's start (d: 1 or hidden wide)
         weight = (prioritized.relations[codes] * carried * prioritized.gates[at[1]]).sum(1)
         return int(g.rel[between[int(np.argmax(weight))]])
 
