@@ -202,7 +202,9 @@ class BatchRunner:
         seconds["text"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
-        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps, out=work_array(arrays, "b", shape))  # a column per text
+        # a column per text; pinned on the GPU, whose solve uploads it
+        b_out = work_array(arrays, "b", shape, empty=self.ppr.host_empty)
+        weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps, out=b_out)
         cols = np.array([column[p.text] for p in pairs])
         seconds["weights"] += time.perf_counter() - clock
 

@@ -64,10 +64,15 @@ def _one_parallel_loop(n):
     return total
 
 
+_layer: list[str] = []  # this process's, once known
+
+
 def threading_layer() -> str:
     """The threading layer Numba's parallel loops run on in this process ("omp", "tbb" or
     "workqueue"; only "workqueue" cannot run two parallel loops from two threads at once)."""
-    import numba
+    if not _layer:
+        import numba
 
-    _one_parallel_loop(2)  # Numba picks its layer at the first parallel loop
-    return numba.threading_layer()
+        _one_parallel_loop(2)  # Numba picks its layer at the first parallel loop
+        _layer.append(numba.threading_layer())
+    return _layer[0]
