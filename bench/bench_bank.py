@@ -381,7 +381,7 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
     for t in counts:
         timing = best[t]
         rate = pairs / timing.wall
-        workers = runners[t]._pair_stage().workers
+        workers = runners[t].pair_stage().workers
         print(f"{t:>8}{rate:>10,.0f}{rate / base:>12.2f}x{1000 * timing.wall / pairs:>14.3f}"
               f"{1000 * thread_seconds[t] / pairs:>16.3f}{timing.gil_share:>15.1%}"
               + (f"  ({workers} workers: Numba's pool)" if workers != t else ""))

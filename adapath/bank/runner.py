@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -156,7 +156,6 @@ class PairStageTime:
     pairs: int = 0
     wall: float = 0.0
     compiled: float = 0.0
-    per_batch: list = field(default_factory=list)  # (pairs, wall seconds) of each batch
 
     @property
     def gil_share(self) -> float:
@@ -244,7 +243,7 @@ class BatchRunner:
         certified = c.ppr == "certified"
         compiled = resolve = 0.0
         with self._stage_lock, self._launch_lock():
-            stage = self._pair_stage()
+            stage = self.pair_stage()
             start = time.perf_counter()
             found = stage.run(weights.a, weights.b, cols, topics, answers, solved.rho.T, solved.order,
                               first_rung_only=certified)
@@ -269,10 +268,10 @@ class BatchRunner:
         timing.pairs += len(pairs)
         timing.wall += wall
         timing.compiled += compiled
-        timing.per_batch.append((len(pairs), wall))
         return table
 
-    def _pair_stage(self) -> PairStage:
+    def pair_stage(self) -> PairStage:
+        """The runner's per-pair stage (made on first use, then kept with its scratch)."""
         if self._stage is None:
             self._stage = PairStage(self.graph, self.search, workers=self.threads)
         return self._stage
