@@ -22,7 +22,14 @@ for ``--rounds`` rounds; the table shows each side's fastest round and the ratio
 and every round's own ratio is printed too.
 
     python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
-        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--json FILE]
+        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--threads 1,2] [--json FILE]
+
+``--threads 1,2[,...]`` first times the per-pair stage alone (corridors, paths and rows: one
+compiled call per batch) on the same solved batches at each thread count, alternating the
+counts for ``--rounds`` rounds, and prints pairs/s, the ratio to one thread
+(``pair_stage_scaling`` in ``--json``) and the share of the stage's wall time spent outside
+the compiled call, holding the GIL. ``--pair-stage-only`` stops after that table.
+``--gpu-batch auto`` sizes the GPU batch from the device's free memory.
 
 With ``--executor ray --workers 1,2`` it measures scaling out instead (no reference): the
 local executor with 1 thread and with the most workers' threads, then a local Ray cluster
@@ -170,6 +177,7 @@ def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
     # one batch first: kernels compile, and the executor keeps this runner, whose PPR work
     # arrays then start the timed build mapped, as in a long build (fresh pages fault slowly)
     build_bank(graph, queries[:config.batch], workdir / f"{name}-warmup", config, executor, text=text)
+    executor.runner.ppr.device_seconds.clear()  # the timed build's own
     setup = time.perf_counter() - clock
     clock = time.perf_counter()
     progress = build_bank(graph, queries, workdir / name, config, executor, text=text)
@@ -332,15 +340,71 @@ def jaccard_top(a, b, k):
     return len(ta & tb) / len(ta | tb)
 
 
+def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
+    """Pairs/s of the per-pair stage (``BatchRunner.paths``: corridors, paths, rows) at each
+    thread count, on the same batches solved once (exact solve); the best of ``--rounds``
+    rounds, the thread counts alternating. Returns the JSON part."""
+    import numba
+
+    from adapath.bank.build import plan_batches
+    from adapath.bank.runner import STAGES, BatchRunner, PairStageTime
+    from adapath.retrieval.bm25 import GraphText
+
+    counts = sorted({1, *(int(v) for v in args.threads.split(","))})
+    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    solver = BatchRunner(graph, text, config, threads=max(counts))
+    seconds = dict.fromkeys(STAGES, 0.0)
+    solved = [solver.solve(batch.pairs, seconds) for batch in plan_batches(graph, queries, config.level, config.batch)]
+    runners = {t: BatchRunner(graph, text, config, threads=t) for t in counts}
+    for runner in runners.values():  # kernels loaded, scratch mapped
+        runner.paths(solved[0], dict.fromkeys(STAGES, 0.0))
+    best: dict[int, PairStageTime] = {}
+    thread_seconds = {}
+    for round_ in range(max(1, args.rounds)):
+        for t in counts if round_ % 2 == 0 else counts[::-1]:
+            runner = runners[t]
+            runner.stage_time = PairStageTime()
+            spent = dict.fromkeys(STAGES, 0.0)
+            for batch in solved:
+                runner.paths(batch, spent)
+            if t not in best or runner.stage_time.wall < best[t].wall:
+                best[t], thread_seconds[t] = runner.stage_time, spent["corridor"] + spent["paths"]
+    pairs = best[1].pairs
+    base = pairs / best[1].wall
+    print(f"per-pair stage (corridors, paths and rows; one compiled call per batch) on {len(solved)} solved "
+          f"batches of batch {config.batch}, {pairs} pairs, exact solve; best of {max(1, args.rounds)} rounds; "
+          f"Numba's pool {numba.config.NUMBA_NUM_THREADS} threads, {os.cpu_count()} cores; "
+          f"load average at start {load_at_start}")
+    print(f"{'threads':>8}{'pairs/s':>10}{'vs 1 thread':>13}{'wall ms/pair':>14}{'thread ms/pair':>16}"
+          f"{'GIL-held share':>16}")
+    result = {"pairs": pairs, "batches": len(solved), "runs": {}}
+    for t in counts:
+        timing = best[t]
+        rate = pairs / timing.wall
+        workers = runners[t].pair_stage().workers
+        print(f"{t:>8}{rate:>10,.0f}{rate / base:>12.2f}x{1000 * timing.wall / pairs:>14.3f}"
+              f"{1000 * thread_seconds[t] / pairs:>16.3f}{timing.gil_share:>15.1%}"
+              + (f"  ({workers} workers: Numba's pool)" if workers != t else ""))
+        result["runs"][t] = {"pairs_per_s": rate, "ratio": rate / base, "wall_s": timing.wall,
+                             "compiled_s": timing.compiled, "gil_share": timing.gil_share, "workers": workers}
+    print("(GIL-held share: the stage's wall time outside the compiled call, which releases the GIL: "
+          "the batch's inputs and its rows)")
+    return {"pair_stage_scaling": {t: run["ratio"] for t, run in result["runs"].items()}, "pair_stage": result}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--queries", type=int, default=256)
     parser.add_argument("--reference-queries", type=int, default=12)
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--gpu-batch", type=int, default=64,
+    parser.add_argument("--gpu-batch", default="64",
                         help="queries per batch on the GPU (pipelined: the next batch is solved while "
-                             "this one's corridors run)")
+                             "this one's corridors run); auto: from the device's free memory")
+    parser.add_argument("--threads", default="",
+                        help="thread counts for the per-pair stage's scaling table, e.g. 1,2")
+    parser.add_argument("--pair-stage-only", action="store_true",
+                        help="with --threads: only the per-pair stage's scaling table")
     parser.add_argument("--pipeline", action="store_true",
                         help="pipeline the CPU builds too (the GPU builds always are)")
     parser.add_argument("--tol", type=float, default=1e-8)
@@ -384,6 +448,15 @@ def main() -> None:
         scaling(args, graph, kg_dir, queries, config, work)
         return
     k_top = config.ladder[0]
+
+    scaling_result = {}
+    if args.threads:
+        scaling_result = pair_stage_scaling(args, graph, kg_dir, single, config, load_at_start)
+        if args.pair_stage_only:
+            if args.json:
+                args.json.write_text(json.dumps({"scale": args.scale, **scaling_result}, indent=2))
+            return
+        gc.collect()
 
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
@@ -463,6 +536,7 @@ def main() -> None:
         "path_agreement": agreement, "peak_rss_mib": peak, "peak_added_mib": growth,
         "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in solves},
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
+        **scaling_result,
     }
     try:  # the GPU, when CuPy and a device are present
         import cupy
@@ -471,13 +545,20 @@ def main() -> None:
     except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: the same answer
         has_gpu = False
     if has_gpu:
-        gpu = {}
+        from adapath.engine.ppr import device_batch, free_device_bytes
+
+        free = free_device_bytes()
+        gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free, queries=n_ours)
+                     if args.gpu_batch == "auto" else int(args.gpu_batch))
+        gpu, device_ms = {}, {}
         for name, cfg in solves.items():
-            gpu_cfg = dataclasses.replace(cfg, batch=args.gpu_batch, device="cuda", dense_precision="float32")
-            _, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
+            gpu_cfg = dataclasses.replace(cfg, batch=gpu_batch, device="cuda", dense_precision="float32")
+            runner, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
             gpu[name] = (gpu_total, gpu_seconds, path_agreement(work / "exact", work / f"gpu-{name}"))
-        print(f"GPU (CuPy, batch {args.gpu_batch}, the next batch solved while this one's corridors run on "
-              f"{os.cpu_count()} CPU threads), against the same reference:")
+            device_ms[name] = {k: 1000 * v / n_ours for k, v in runner.ppr.device_seconds.items()}
+        print(f"GPU (CuPy, batch {gpu_batch}{' (auto, ' + f'{free / 2**30:,.0f} GiB free)' if args.gpu_batch == 'auto' else ''}, "
+              f"the next batch solved while this one's corridors run on {os.cpu_count()} CPU threads), "
+              "against the same reference:")
         print(f"{'stage':<12}{'GPU exact ms/q':>16}{'GPU certified ms/q':>20}")
         for stage in STAGES:
             print(f"{stage:<12}" + "".join(f"{1000 * gpu[n][1][stage] / n_ours:>{w},.1f}"
@@ -490,9 +571,13 @@ def main() -> None:
               "  (share of the CPU exact build's bank paths identical)")
         print("(PPR overlaps the corridors, so the stages add up to more than end to end; "
               "corridor and paths are thread-seconds)")
+        for name, parts in device_ms.items():
+            print(f"GPU {name} PPR stage, ms/query on the device (synchronized): "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()))
         result["gpu"] = {name: {"queries_per_s": n_ours / total, "speedup": n_ours / total / ref_qps,
                                 "stage_ms": {k: 1000 * v / n_ours for k, v in secs.items()},
-                                "path_agreement_vs_cpu_exact": same, "batch": args.gpu_batch}
+                                "device_ms": device_ms[name],
+                                "path_agreement_vs_cpu_exact": same, "batch": gpu_batch}
                          for name, (total, secs, same) in gpu.items()}
     else:
         print("GPU: not available (no CuPy or no device on this machine)")

@@ -16,7 +16,8 @@ Parts (each reports ``skipped: <reason>`` when its package or device is missing,
    script writes with transformers: no hub access needed. The model is written whenever
    transformers is installed, so the CPU half of this part runs anywhere.
 
-    python bench/check_gpu.py [--scale 1.0] [--queries 1024] [--batch 256] [--workdir DIR] [--json FILE]
+    python bench/check_gpu.py [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
+        [--workdir DIR] [--json FILE]
 
 ``--scale 0.01`` finishes in seconds (the test suite runs it so).
 """
@@ -36,6 +37,7 @@ import numpy as np
 
 PARTS = ("cupy PPR vs CPU kernel", "bank build on the GPU", "FAISS on the GPU", "node embedding on CUDA",
          "vLLM answer end to end")
+PART_NAMES = ("ppr", "bank", "faiss", "embedding", "vllm")  # --parts
 
 
 class Skip(Exception):
@@ -121,50 +123,79 @@ def part_ppr(ctx: Context) -> str:
     fused, sparse = PPREngine(graph, device="cuda"), PPREngine(graph, device="cuda", fused=False)
     l1 = {name: np.abs(cpu - engine.personalized(weights, seeds)[0]).sum(axis=0)
           for name, engine in (("fused", fused), ("sparse", sparse))}
-    # time: one batch of ctx.args.batch columns, after the run above compiled and uploaded
-    wide = query_weights(rng.random((graph.num_nodes, ctx.args.batch)), rng.random((graph.num_relations, ctx.args.batch)))
-    wide_seeds = rng.integers(0, graph.num_nodes, ctx.args.batch)
+    # time: one batch of that many columns, after the run above compiled and uploaded
+    width = 256 if ctx.args.batch == "auto" else int(ctx.args.batch)
+    wide = query_weights(rng.random((graph.num_nodes, width)), rng.random((graph.num_relations, width)))
+    wide_seeds = rng.integers(0, graph.num_nodes, width)
     ms = {}
     for name, engine in (("fused", fused), ("sparse", sparse)):
         cupy.cuda.Device().synchronize()
         clock = time.perf_counter()
         engine.personalized(wide, wide_seeds)
         cupy.cuda.Device().synchronize()
-        ms[name] = 1000 * (time.perf_counter() - clock) / ctx.args.batch
+        ms[name] = 1000 * (time.perf_counter() - clock) / width
     # the same columns as pairs, as the bank asks for them: only rho and each pair's ranking
     # come back to the host, not pi
-    half = ctx.args.batch // 2
+    half = width // 2
+    fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out={})  # pinned buffers made
+    out: dict = {}
+    fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out=out)
+    fused.device_seconds.clear()
     cupy.cuda.Device().synchronize()
     clock = time.perf_counter()
-    fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half])
+    fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out=out)  # into the kept pinned buffers
     ms["ranked"] = 1000 * (time.perf_counter() - clock) / (2 * half)
+    parts = ", ".join(f"{k} {1000 * v / (2 * half):.3f}" for k, v in fused.device_seconds.items())
     worst = max(v.max() for v in l1.values())
     verdict = "ok" if worst <= 1e-5 else "ABOVE 1e-5"
     return (f"L1 per column max {l1['fused'].max():.2e} (fused step), {l1['sparse'].max():.2e} (sparse products) "
-            f"over {n} columns ({verdict}); {ctx.args.batch} columns: fused {ms['fused']:.2f} ms/column, "
-            f"sparse {ms['sparse']:.2f} ms/column, fused and ranked on the device {ms['ranked']:.2f} ms/column")
+            f"over {n} columns ({verdict}); {width} columns: fused {ms['fused']:.2f} ms/column, "
+            f"sparse {ms['sparse']:.2f} ms/column, fused and ranked on the device {ms['ranked']:.2f} ms/column "
+            f"({parts})")
 
 
 def part_bank(ctx: Context) -> str:
     cuda_devices()
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.executors.local import LocalExecutor
     from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.ppr import device_batch, free_device_bytes
 
     graph, args = ctx.graph, ctx.args
     records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
-    rates = {}
-    for device, subset, batch in (("cuda", records, args.batch), ("cpu", records[:args.cpu_queries], 32)):
+    gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free_device_bytes(), queries=len(records))
+                 if args.batch == "auto" else int(args.batch))
+    rates, runners, stages = {}, {}, {}
+    for device, subset, batch in (("cuda", records, gpu_batch), ("cpu", records[:args.cpu_queries], 32)):
         config = BankConfig(batch=batch, device=device)
         executor = LocalExecutor()  # every CPU core on corridors and paths
         build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
-                   graph_dir=ctx.work / "kg")  # compile kernels, fill caches
+                   graph_dir=ctx.work / "kg", force=True)  # compile kernels, fill caches
+        executor.runner.ppr.device_seconds.clear()
         clock = time.perf_counter()
-        build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg")
+        progress = build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg",
+                              force=True)  # a rerun in the same --workdir builds again
         rates[device] = len(subset) / (time.perf_counter() - clock)
-    return (f"{rates['cuda']:.1f} queries/s on the GPU ({len(records)} queries, {os.cpu_count()} CPU workers); "
-            f"CPU {rates['cpu']:.1f} queries/s; x{rates['cuda'] / rates['cpu']:.1f}")
+        runners[device] = executor.runner
+        stages[device] = {k: 1000 * v / len(subset) for k, v in progress.seconds.items()}
+    # the GPU build's paths of the queries the CPU built too (costs differ in their last bits:
+    # the GPU's PPR sums in another order)
+    keys = ["query_id", "pair", "hop", "rank", "node_ids", "relations"]
+    cpu = pq.read_table(ctx.work / "bank-cpu" / "paths.parquet", columns=keys)
+    gpu = pq.read_table(ctx.work / "bank-cuda" / "paths.parquet", columns=keys)
+    gpu = gpu.filter(pc.is_in(gpu.column("query_id"), cpu.column("query_id").unique()))
+    same = "identical" if gpu.equals(cpu) else f"DIFFERENT ({gpu.num_rows} rows against {cpu.num_rows})"
+    device_ms = ", ".join(f"{k} {1000 * v / len(records):.2f}" for k, v in runners["cuda"].ppr.device_seconds.items())
+    stage_ms = ", ".join(f"{k} {v:.2f}" for k, v in stages["cuda"].items())
+    return (f"{rates['cuda']:.1f} queries/s on the GPU ({len(records)} queries, batch {gpu_batch}, "
+            f"{os.cpu_count()} CPU workers); CPU {rates['cpu']:.1f} queries/s; x{rates['cuda'] / rates['cpu']:.1f}; "
+            f"paths of the first {len(records[:args.cpu_queries])} queries {same} to the CPU build's; "
+            f"GPU stage ms/query {stage_ms}; PPR on the device ms/query {device_ms}; per-pair stage "
+            f"GIL-held share {runners['cuda'].stage_time.gil_share:.1%}")
 
 
 def part_faiss(ctx: Context) -> str:
@@ -281,18 +312,26 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="Graph scale for parts 1-4 (1.0 = PrimeKG's size).")
     parser.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
     parser.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
-    parser.add_argument("--batch", type=int, default=256, help="Queries per PPR batch on the GPU.")
+    parser.add_argument("--batch", default="256",
+                        help="Queries per PPR batch on the GPU; auto: from the device's free memory.")
     parser.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
     parser.add_argument("--workdir", type=Path, default=None, help="Work folder (graphs, banks, the tiny model); a temporary one by default.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the table as JSON here.")
+    parser.add_argument("--parts", default=",".join(PART_NAMES),
+                        help=f"Parts to run, of {','.join(PART_NAMES)} (the others are reported skipped).")
     args = parser.parse_args()
+    chosen = set(args.parts.split(","))
+    if chosen - set(PART_NAMES):
+        parser.error(f"--parts: unknown {','.join(sorted(chosen - set(PART_NAMES)))}; choose of {','.join(PART_NAMES)}")
 
     ctx = Context(args)
     rows = []
     start = time.perf_counter()
-    for name, part in zip(PARTS, (part_ppr, part_bank, part_faiss, part_embedding, part_vllm)):
+    for name, short, part in zip(PARTS, PART_NAMES, (part_ppr, part_bank, part_faiss, part_embedding, part_vllm)):
         clock = time.perf_counter()
         try:
+            if short not in chosen:
+                raise Skip("not asked for (--parts)")
             status, detail = "ok", part(ctx)
         except Skip as exc:
             status, detail = "skipped", str(exc)

@@ -373,11 +373,11 @@ def test_batches_in_flight_keep_their_own_rankings(small):
     first, second = runner.solve(batches[0], seconds), runner.solve(batches[1], seconds)
     assert not np.shares_memory(first.rho, second.rho) and not np.shares_memory(first.order, second.order)
     first_rho = first.rho
-    assert runner.finish(first, seconds) == expected[0]
+    assert runner.finish(first, seconds).equals(expected[0])
     third = runner.solve(batches[2], seconds)
     assert np.shares_memory(third.rho, first_rho)  # the finished batch's arrays, mapped already
-    assert runner.finish(second, seconds) == expected[1]
-    assert runner.finish(third, seconds) == expected[2]
+    assert runner.finish(second, seconds).equals(expected[1])
+    assert runner.finish(third, seconds).equals(expected[2])
 
 
 def test_bank_cli_pipeline_flag(small, tmp_path, capsys):

@@ -46,3 +46,28 @@ def test_check_gpu_prints_every_part_with_a_reason(tmp_path):
     with torch.no_grad():
         out_ids = model.generate(ids, max_new_tokens=3, do_sample=False)
     assert out_ids.shape[1] == ids.shape[1] + 3 or tokenizer.eos_token_id in out_ids[0, ids.shape[1]:]
+
+
+def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
+    """bench/gpu_suite.sh on this machine, with tests/fake_cupy (NumPy under CuPy's name) in
+    place of a GPU and a tiny graph: every step runs, check_gpu's GPU bank build finds the
+    CPU build's paths, bench_bank's GPU builds (batch from the "device's" free memory) too,
+    and the table holds the per-pair stage's scaling. The plumbing, not the figures."""
+    import os
+
+    env = dict(os.environ, OUT=str(tmp_path / "out"), SUITE_SCALE="0.01", SUITE_QUERIES="24",
+               SUITE_WORK=str(tmp_path / "work"), SUITE_SITE=str(tmp_path / "site"), PYTHON=sys.executable,
+               PYTHONPATH=str(ROOT / "tests" / "fake_cupy"))
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_suite.sh")], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    table = (tmp_path / "out" / "suite.txt").read_text()
+    for name in ("environment", "compile", "check_gpu", "bench_bank"):
+        assert any(line.startswith(name) and " ok, " in line for line in table.splitlines()), table
+    rows = {r["part"]: r for r in json.loads((tmp_path / "out" / "check_gpu.json").read_text())["rows"]}
+    assert rows["bank build on the GPU"]["status"] == "ok"
+    assert "paths of the first 24 queries identical to the CPU build's" in rows["bank build on the GPU"]["detail"]
+    bench = json.loads((tmp_path / "out" / "bench_bank.json").read_text())
+    assert {g["path_agreement_vs_cpu_exact"] for g in bench["gpu"].values()} == {1.0}
+    assert set(bench["gpu"]["exact"]["device_ms"]) == {"upload", "solve", "rank", "copy"}
+    assert bench["pair_stage_scaling"]["1"] == 1.0 and "| GPU exact (batch 32) |" in table

@@ -90,3 +90,64 @@ def test_reaches_agrees_with_networkx(seed):
     reference.add_edges_from(zip(u.tolist(), v.tolist()))
     for s, t in rng.integers(0, n, (20, 2)).tolist():
         assert reaches(src, dst, n, s, t) == nx.has_path(reference, s, t)
+
+
+def test_array_route_ranks_into_reused_host_buffers(monkeypatch):
+    """The array-namespace route (the GPU's, here on NumPy) copies rho and the ranking into
+    host arrays taken from ``out`` with the engine's host allocator (pinned memory on a GPU):
+    allocated by the first solve, reused by the next, equal to a solve without ``out``. Its
+    parts are timed."""
+    from adapath.engine.ppr import PPREngine
+
+    allocations = []
+
+    def recording_empty(size, dtype):
+        allocations.append((size, np.dtype(dtype)))
+        return np.empty(size, dtype=dtype)
+
+    monkeypatch.setattr(PPREngine, "host_empty", property(lambda self: recording_empty))
+    graph = random_graph(5, n=60, m=300)
+    rng = np.random.default_rng(5)
+    weights = query_weights(rng.random((graph.num_nodes, 2)), rng.random((graph.num_relations, 2)))
+    connected = np.flatnonzero(graph.degree() > 0)
+    topics, answers, cols = rng.choice(connected, 4), rng.choice(connected, 4), np.array([0, 1, 0, 1])
+    engine = PPREngine(graph, backend="scipy")
+    plain = engine.ranked(weights, topics, answers, cols, top=20)
+    assert allocations == []  # nothing kept: plain host arrays
+    out: dict = {}
+    first = engine.ranked(weights, topics, answers, cols, top=20, out=out)
+    assert sorted(allocations) == sorted([(4 * graph.num_nodes, np.dtype(np.float64)), (4 * 20, np.dtype(np.int64))])
+    second = engine.ranked(weights, topics[::-1], answers[::-1], cols[::-1], top=20, out=out)
+    assert len(allocations) == 2 and np.shares_memory(first.rho, second.rho)
+    np.testing.assert_array_equal(second.rho, plain.rho[:, ::-1])
+    np.testing.assert_array_equal(second.order, plain.order[::-1])
+    assert set(engine.device_seconds) == {"upload", "solve", "rank", "copy"}
+
+
+def test_device_batch_from_free_memory():
+    """The bytes per pair and node that ``--gpu-batch auto`` counts bound the peak of the
+    array-namespace solve and ranking (certified at every rung), measured with NumPy
+    standing in for CuPy; the batch is what fits, worked by hand."""
+    import tracemalloc
+
+    from adapath.engine.ppr import DEVICE_BYTES_PER_PAIR_NODE, PPREngine, device_batch
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.02, seed=1)
+    n, pairs = graph.num_nodes, 16
+    rng = np.random.default_rng(0)
+    weights = query_weights(rng.random((n, pairs)).astype(np.float32), rng.random((graph.num_relations, pairs)))
+    topics, answers = rng.integers(0, n, pairs), rng.integers(0, n, pairs)
+    engine = PPREngine(graph, backend="scipy", fused=False)
+    engine.ranked(weights, topics[:2], answers[:2], [0, 1])  # the operators, made once
+    tracemalloc.start()
+    engine.ranked(weights, topics, answers, np.arange(pairs), ladder=(150, 300, 500, 1000))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert 0.4 * DEVICE_BYTES_PER_PAIR_NODE < peak / (pairs * n) <= DEVICE_BYTES_PER_PAIR_NODE
+    # PrimeKG's size on 80 GB free: (0.6 * 80e9 - 24 * 8,097,470 - 64 * 129,375) // (320 * 129,375 * 2)
+    # = 577 queries, down to a multiple of 32
+    assert device_batch(129_375, 8_097_470, 80 * 10**9) == 576
+    assert device_batch(129_375, 8_097_470, 80 * 10**9, queries=1024) == 256  # a quarter: batches to overlap
+    assert device_batch(129_375, 8_097_470, 10**8) == 32  # never below the smallest
+    assert device_batch(1_000, 10_000, 10**12) == 1024  # nor above the largest

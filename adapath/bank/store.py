@@ -131,11 +131,10 @@ class BankStore:
             return []
         return sorted(self.parts_dir.glob("part-*.parquet"))
 
-    def write_part(self, name: str, rows: list[dict], finished: list[str]) -> None:
-        """One batch's rows (each with its ``order``) as the part ``name``, atomically."""
-        columns = {field.name: [r[field.name] for r in rows] for field in PART_SCHEMA}
-        table = pa.table(columns, schema=PART_SCHEMA)
-        table = table.replace_schema_metadata({FINISHED_KEY: json.dumps(finished).encode()})
+    def write_part(self, name: str, rows: pa.Table, finished: list[str]) -> None:
+        """One batch's rows (``PART_SCHEMA``: each with its ``order``) as the part ``name``,
+        atomically."""
+        table = rows.replace_schema_metadata({FINISHED_KEY: json.dumps(finished).encode()})
         _write_table(table, self.parts_dir / name)
 
     def finished_queries(self) -> set[str]:

@@ -20,6 +20,11 @@ from adapath.kernels.subgraph import bfs_depths, induced_half_edges, reaches
 LADDER = (150, 300, 500, 1000)
 
 
+def ranked_size(ladder, num_nodes: int) -> int:
+    """How many of a pair's best nodes a corridor may read: the last rung and two more."""
+    return min(max(ladder) + 2, num_nodes)
+
+
 @dataclass
 class Corridor:
     nodes: np.ndarray  # global node indices, topic and answer included
@@ -52,8 +57,8 @@ class CorridorBuilder:
         return bool(reaches(src, dst, len(nodes), topic_pos, answer_pos))
 
     def ranked_size(self, num_nodes: int) -> int:
-        """How many of a pair's best nodes ``build`` may read: the last rung and two more."""
-        return min(max(self.ladder) + 2, num_nodes)
+        """How many of a pair's best nodes ``build`` may read (``ranked_size``)."""
+        return ranked_size(self.ladder, num_nodes)
 
     def build(self, rho: np.ndarray, topic: int, answer: int, order: np.ndarray | None = None) -> Corridor:
         """The corridor of one pair. ``order``: its best nodes by rho (ties by node index),

@@ -26,6 +26,7 @@ from adapath.kernels.yen import yen_k_shortest, yen_k_shortest_flat
 
 ALPHA = 0.5
 RELATION_SEQUENCES = 8  # relation sequences registered per found node path, cheapest first
+HOP_POOL = 200  # hop-bounded search: walks enumerated per hop count at most
 
 
 @dataclass
@@ -148,7 +149,7 @@ def k_shortest(local: LocalGraph, topic: int, answer: int, k: int,
 
 
 def hop_bounded(local: LocalGraph, topic: int, answer: int, max_hop: int, per_hop: int,
-                graph: KnowledgeGraph, pool: int = 200,
+                graph: KnowledgeGraph, pool: int = HOP_POOL,
                 relation_sequences: int = RELATION_SEQUENCES) -> list[FoundPath]:
     """The cheapest simple paths of each exact hop count 1..max_hop (at least the ``per_hop``
     cheapest distinct typed signatures each, over every relation sequence of a node path).

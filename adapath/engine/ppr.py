@@ -13,7 +13,9 @@ explicitly; CuPy is imported only for ``device="cuda"``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -84,6 +86,34 @@ def _to_device(matrix, xp, sparse):
 
 DENSE_PRECISIONS = ("float32", "float16")  # how the dense PPR terms store their values
 
+# Device memory of the array-namespace solve and ranking per pair and graph node, at its peak
+# (certified at every rung). NumPy standing in for CuPy measured 202 bytes on a generated
+# graph (tests/test_rank.py checks that this bounds it); the rest is room for the GPU
+# sort's double buffers and the memory pool's rounding.
+DEVICE_BYTES_PER_PAIR_NODE = 320
+
+
+def device_batch(num_nodes: int, num_half_edges: int, free_bytes: int, queries: int | None = None,
+                 share: float = 0.6, pairs_per_query: int = 2, smallest: int = 32, largest: int = 1024) -> int:
+    """Queries per GPU batch (``--gpu-batch auto``): as many as fit ``share`` of the free
+    device memory after the graph's own arrays, counting ``pairs_per_query`` pairs each, in
+    multiples of ``smallest`` within [smallest, largest]; at most a quarter of ``queries``
+    (when given), so a pipelined build has batches to overlap."""
+    fixed = 24 * num_half_edges + 64 * num_nodes  # CSR, relations and adjacency on the device
+    per_query = DEVICE_BYTES_PER_PAIR_NODE * num_nodes * pairs_per_query
+    fits = int(max(0.0, share * free_bytes - fixed) // per_query)
+    if queries is not None:
+        fits = min(fits, queries // 4)
+    return max(smallest, min(largest, fits // smallest * smallest))
+
+
+def free_device_bytes() -> int:
+    """Free memory on the current CUDA device, counting what CuPy's pool holds unused."""
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    return int(free + cupy.get_default_memory_pool().free_bytes())
+
 
 class PPREngine:
     def __init__(self, graph: KnowledgeGraph, device: str = "cpu", backend: str | None = None,
@@ -113,6 +143,8 @@ class PPREngine:
         # corridors run, and a certified build may solve again from those threads
         self._lock = threading.RLock()
         self._workspace: dict = {}  # the Numba solve's own arrays, kept across solves
+        # array-namespace route: seconds in its parts (upload, solve, rank, copy), summed
+        self.device_seconds: dict[str, float] = {}
         if backend == "cupy":
             try:
                 import cupy
@@ -192,14 +224,16 @@ class PPREngine:
         xp = self._xp
         step = self._fused_step() if self.backend == "cupy" and self.fused else None
         ops = self._operators()
-        columns = xp.asarray(weight_of)
-        a = xp.asarray(weights.a, dtype=xp.float64)[:, columns]
-        b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
-        return power_iteration_xp(
-            xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
-            xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
-            pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from,
-            step=step)
+        with self._device_timer("upload"):
+            columns = xp.asarray(weight_of)
+            a = xp.asarray(weights.a, dtype=xp.float64)[:, columns]
+            b = xp.asarray(weights.b, dtype=xp.float64)[:, columns]
+        with self._device_timer("solve"):
+            return power_iteration_xp(
+                xp, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, a, b,
+                xp.asarray(seeds), self.eta, self.tol, self.max_iter, low=ops.low,
+                pairs=pairs, ladder=ladder, slack=slack, stopped=stopped, certify_from=self.certify_from,
+                step=step)
 
     def _to_host(self, array):
         return array if self._xp is np else self._xp.asnumpy(array)
@@ -245,8 +279,8 @@ class PPREngine:
         ranking are formed there and only they travel to the host.
 
         ``out``: a dict the caller keeps for its next solves once it is done with this
-        ranking; rho and the ranking are written into arrays held there (Numba route),
-        whose pages are then mapped already."""
+        ranking; rho and the ranking are written into arrays held there, whose pages are
+        then mapped already (pinned on the GPU)."""
         seeds, columns, pairs = self._seed_columns(weights, topics, answers, weight_of)
         n = len(pairs)
         stopped = np.zeros(n, dtype=np.int64) if ladder is not None else None
@@ -260,10 +294,58 @@ class PPREngine:
                     order = work_array(out, "order", (n, min(top, pi.shape[0])), np.int64)
                 rho_t, order = rank_pairs(pi.T, pairs[:, 0], pairs[:, 1], top, rho=rho_t, order=order)
             else:
-                xp = self._xp
-                pi, iterations, change = self._personalized_xp(weights, seeds, columns, pairs, ladder, slack, stopped)
-                index = xp.asarray(pairs)
-                rho_t = xp.ascontiguousarray((pi[:, index[:, 0]] * pi[:, index[:, 1]]).T)
-                order = xp.argsort(-rho_t, axis=1, kind="stable")[:, :top]
-                rho_t, order = self._to_host(rho_t), self._to_host(order).astype(np.int64)
+                rho_t, order, iterations, change = self._ranked_xp(weights, seeds, columns, pairs, ladder, slack,
+                                                                   stopped, top, out)
         return Ranking(rho_t.T, order, iterations, change, stopped)
+
+    def _ranked_xp(self, weights, seeds, columns, pairs, ladder, slack, stopped, top, out):
+        """``ranked`` on the array namespace: the solve, rho and the ranking stay on the
+        device; only rho (pairs x N) and the ranking (pairs x top) are copied back, into
+        host arrays taken from ``out`` (pinned memory when the device is a GPU, so each copy
+        is one DMA transfer into pages mapped already). Times its parts in
+        ``device_seconds`` (synchronizing the device between them)."""
+        xp = self._xp
+        pi, iterations, change = self._personalized_xp(weights, seeds, columns, pairs, ladder, slack, stopped)
+        with self._device_timer("rank"):
+            index = xp.asarray(pairs)
+            rho_t = xp.ascontiguousarray((pi[:, index[:, 0]] * pi[:, index[:, 1]]).T)
+            del pi  # its memory goes back to the pool before the sort takes its own
+            order = xp.ascontiguousarray(xp.argsort(-rho_t, axis=1, kind="stable")[:, :top])
+        with self._device_timer("copy"):
+            empty = self.host_empty if out is not None else np.empty  # a pinned buffer only to keep
+            host_rho = work_array(out, "rho", rho_t.shape, empty=empty)
+            host_order = work_array(out, "order", order.shape, np.int64, empty=empty)
+            self._copy_to_host(rho_t, host_rho)
+            self._copy_to_host(order, host_order)
+        return host_rho, host_order, iterations, change
+
+    def _copy_to_host(self, array, host: np.ndarray) -> None:
+        if self._xp is np:
+            np.copyto(host, array)
+        else:
+            self._xp.asnumpy(array, out=host)
+
+    @property
+    def host_empty(self):
+        """``empty(size, dtype=)`` for host arrays the device copies to or from: pinned
+        (page-locked) memory on a GPU, which the copy engine reads and writes directly."""
+        if self._xp is np:
+            return np.empty
+        import cupyx
+
+        return cupyx.empty_pinned
+
+    @contextlib.contextmanager
+    def _device_timer(self, part: str):
+        """Adds the seconds of the block, device work included, to ``device_seconds[part]``."""
+        self._synchronize()
+        clock = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._synchronize()
+            self.device_seconds[part] = self.device_seconds.get(part, 0.0) + time.perf_counter() - clock
+
+    def _synchronize(self) -> None:
+        if self._xp is not np:
+            self._xp.cuda.get_current_stream().synchronize()

@@ -117,18 +117,23 @@ def _transpose(source, out, row_chunks):
                 out[w, v] = source[v, w]
 
 
-def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero: bool = False) -> np.ndarray:
+def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero: bool = False,
+               empty=np.empty) -> np.ndarray:
     """An array of ``shape`` for one solve's own use, taken from ``workspace`` (a dict kept
     across solves) when it holds one big enough, else allocated there. Fresh memory costs a
     page fault per page on first touch, which on a virtual machine with transparent huge
     pages can cost more than the sweep that fills it; reused pages are already mapped.
-    ``zero``: cleared first. Without a workspace: a new array."""
+    ``zero``: cleared first. Without a workspace: a new array. ``empty(size, dtype=)``
+    allocates (pinned host memory for the GPU's copies: ``cupyx.empty_pinned``)."""
     if workspace is None:
-        return np.zeros(shape, dtype=dtype) if zero else np.empty(shape, dtype=dtype)
+        array = empty(math.prod(shape), dtype=dtype).reshape(shape)
+        if zero:
+            array[...] = 0
+        return array
     size = math.prod(shape)
     flat = workspace.get(name)
     if flat is None or flat.dtype != np.dtype(dtype) or flat.size < size:
-        flat = workspace[name] = np.empty(size, dtype=dtype)
+        flat = workspace[name] = empty(size, dtype=dtype)
     if zero:
         _zero(flat[:size], 1 << 16)  # both cores: one memset is slower than the sweep it precedes
     return flat[:size].reshape(shape)

@@ -38,12 +38,20 @@ def induced_half_edges(indptr, indices, nodes, local_of):
 def bfs_depths(indptr, indices, source, max_depth):
     """Hop distance from ``source`` to every node, -1 beyond ``max_depth`` or unreachable."""
     n = indptr.shape[0] - 1
-    depth = np.full(n, -1, dtype=np.int32)
+    depth = np.empty(n, dtype=np.int32)
+    bfs_depths_into(indptr, indices, source, max_depth, depth, np.empty(n, dtype=np.int64),
+                    np.empty(n, dtype=np.int64))
+    return depth
+
+
+@njit(cache=True, nogil=True)
+def bfs_depths_into(indptr, indices, source, max_depth, depth, frontier, nxt):
+    """``bfs_depths`` written into ``depth`` (int32, one per node), with ``frontier`` and
+    ``nxt`` (int64, one per node) as its queues: scratch a caller reuses."""
+    depth[:] = -1
     depth[source] = 0
-    frontier = np.empty(n, dtype=np.int64)
     frontier[0] = source
     size = 1
-    nxt = np.empty(n, dtype=np.int64)
     for d in range(1, max_depth + 1):
         count = 0
         for i in range(size):
@@ -58,7 +66,6 @@ def bfs_depths(indptr, indices, source, max_depth):
             break
         frontier, nxt = nxt, frontier
         size = count
-    return depth
 
 
 @njit(cache=True, nogil=True)

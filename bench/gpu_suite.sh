@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The GPU run of the Path-Bank, prepared for a session lent one GPU machine (one H100 or H200
+# with 16 cores): check_gpu, then the GPU bench_bank at scale 1.0 with 1,024 queries, then one
+# table of what they measured. Written to finish in under 8 minutes there; every step has a
+# timeout drawn from that budget, so a slow or failing step is reported and the rest still runs.
+#
+# Not yet run on a GPU: no machine was lent to the session that wrote it (2026-12-05). It
+# was run end to end on the 2-core development machine with NumPy standing in for CuPy
+# (SUITE_SCALE=0.01 SUITE_QUERIES=24 PYTHONPATH=tests/fake_cupy), which checks its plumbing,
+# not its figures.
+#
+# The device image has torch, CuPy, numba, numba-cuda, NumPy, SciPy, pyarrow, typer and rich;
+# the project also needs bm25s, and the reference pipeline igraph (with texttable). They travel
+# as wheels in .whl/ (5.8 MB), fetched on a machine where pip works:
+#
+#   bash bench/gpu_suite.sh --fetch-wheels
+#
+# and then, through the device tool (carry: [".whl"], timeout_s 560), from the repository root:
+#
+#   bash bench/gpu_suite.sh
+#
+# Results go to $OUT (the device tool's folder that comes back), else bench/out/gpu:
+# check_gpu.txt/.json, bench_bank.txt/.json, suite.txt (the table).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+WHEELS=(bm25s==0.3.16 igraph==1.0.0 python-igraph==1.0.0 texttable==1.7.2)
+
+if [[ "${1:-}" == "--fetch-wheels" ]]; then
+    mkdir -p .whl
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .whl "${WHEELS[@]}"
+    du -sh .whl
+    exit 0
+fi
+
+OUT="${OUT:-bench/out/gpu}"
+mkdir -p "$OUT"
+WORK="${SUITE_WORK:-/tmp/gpu_suite}"
+SCALE="${SUITE_SCALE:-1.0}"
+QUERIES="${SUITE_QUERIES:-1024}"
+DEADLINE=$((SECONDS + ${SUITE_SECONDS:-470}))  # the whole suite, setup included
+export PYTHONUNBUFFERED=1
+PYTHON="${PYTHON:-python3}"
+
+SITE="${SUITE_SITE:-/tmp/gpu_suite_site}"
+if compgen -G ".whl/*.whl" >/dev/null; then
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl
+    export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+else
+    echo "gpu_suite: no .whl/ here (bash bench/gpu_suite.sh --fetch-wheels where pip works); using what is installed"
+    export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
+declare -A STATUS
+# step NAME CAP_SECONDS COMMAND...: runs with a timeout of CAP or what is left of the budget,
+# its output in $OUT/NAME.txt; records ok / failed (rc) / timed out without stopping the suite
+step() {
+    local name=$1 cap=$2
+    shift 2
+    local left=$((DEADLINE - SECONDS))
+    local limit=$((cap < left ? cap : left))
+    if ((limit < 10)); then
+        STATUS[$name]="not run (budget spent)"
+        return
+    fi
+    local start=$SECONDS rc=0
+    echo "== $name (at most ${limit} s)"
+    if timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"; then
+        STATUS[$name]="ok, $((SECONDS - start)) s"
+    else
+        rc=$?
+        if ((rc == 124 || rc == 137)); then
+            STATUS[$name]="timed out after $((SECONDS - start)) s"
+        else
+            STATUS[$name]="failed (exit $rc) after $((SECONDS - start)) s"
+        fi
+    fi
+}
+
+step environment 60 "$PYTHON" - <<'EOF'
+import os, platform
+import numba, numpy
+print("python", platform.python_version(), "numpy", numpy.__version__, "numba", numba.__version__,
+      "cores", os.cpu_count(), "numba threads", numba.config.NUMBA_NUM_THREADS)
+try:
+    import cupy
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    free, total = cupy.cuda.runtime.memGetInfo()
+    print("cupy", cupy.__version__, props["name"].decode(), f"{free / 2**30:.0f} of {total / 2**30:.0f} GiB free")
+except Exception as exc:  # the suite goes on: check_gpu reports what is missing
+    print("cupy: not usable:", type(exc).__name__, exc)
+from adapath.kernels.workers import threading_layer
+print("numba threading layer", threading_layer())
+EOF
+
+# Numba compiles the CPU kernels once (cached beside the sources) before anything is timed
+step compile 150 "$PYTHON" - <<'EOF'
+import time
+from adapath.bank.build import BankConfig, build_bank
+from adapath.datasets.biostrat import training_queries
+from adapath.datasets.generate import QueryGenerator
+from adapath.sources.synthetic import generate
+
+graph = generate(scale=0.01, seed=0)
+queries = training_queries(QueryGenerator(graph).generate(8, seed=1))
+for config in (BankConfig(batch=4), BankConfig(batch=4, ppr="certified"), BankConfig(batch=4, search="hop-bounded")):
+    clock = time.perf_counter()
+    build_bank(graph, queries, "/tmp/gpu_suite_compile", config, force=True)
+    print(f"{config.ppr} {config.search}: {time.perf_counter() - clock:.1f} s")
+EOF
+
+step check_gpu 200 "$PYTHON" bench/check_gpu.py --scale "$SCALE" --queries "$QUERIES" --batch auto \
+    --workdir "$WORK/check" --json "$OUT/check_gpu.json"
+
+step bench_bank 260 "$PYTHON" bench/bench_bank.py --scale "$SCALE" --queries "$QUERIES" --reference-queries 3 \
+    --rounds 1 --gpu-batch auto --threads 1,2,4,8,16 --workdir "$WORK/bank" --json "$OUT/bench_bank.json"
+
+{
+    echo "gpu_suite: scale $SCALE, $QUERIES queries, $((SECONDS)) s in all; $(date -u +%Y-%m-%dT%H:%MZ)"
+    for name in environment compile check_gpu bench_bank; do
+        printf '%-12s %s\n' "$name" "${STATUS[$name]:-not run}"
+    done
+    "$PYTHON" - "$OUT" <<'EOF' || echo "(no table: the JSON files are missing or unreadable)"
+import json, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+check = out / "check_gpu.json"
+if check.is_file():
+    print("\n| check_gpu part | status | s | detail |\n|---|---|---:|---|")
+    for row in json.loads(check.read_text())["rows"]:
+        print(f"| {row['part']} | {row['status']} | {row['seconds']} | {row['detail']} |")
+bench = out / "bench_bank.json"
+if bench.is_file():
+    r = json.loads(bench.read_text())
+    print(f"\nbench_bank: {r['queries_ours']} single-topic queries, reference on {r['queries_reference']} "
+          f"({r['reference_queries_per_s']:.2f} queries/s), load at start {r['load_average_at_start']}")
+    print("\n| build | queries/s | vs reference | paths same as the CPU exact build |\n|---|---:|---:|---:|")
+    for name in ("exact", "certified"):
+        print(f"| CPU {name} | {r['queries_per_s'][name]:.1f} | {r['speedup'][name]:.1f}x | "
+              f"{1.0 if name == 'exact' else r['path_agreement']:.4f} |")
+    for name, g in r.get("gpu", {}).items():
+        print(f"| GPU {name} (batch {g['batch']}) | {g['queries_per_s']:.1f} | {g['speedup']:.1f}x | "
+              f"{g['path_agreement_vs_cpu_exact']:.4f} |")
+    for name, g in r.get("gpu", {}).items():
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in g["stage_ms"].items())
+        device = ", ".join(f"{k} {v:.2f}" for k, v in g["device_ms"].items())
+        print(f"\nGPU {name} ms/query: {stages}; PPR on the device: {device}")
+    if "pair_stage" in r:
+        print("\n| threads | pairs/s | vs 1 thread | GIL-held share |\n|---:|---:|---:|---:|")
+        for t, run in r["pair_stage"]["runs"].items():
+            print(f"| {t} ({run['workers']} workers) | {run['pairs_per_s']:,.0f} | {run['ratio']:.2f}x | "
+                  f"{run['gil_share']:.1%} |")
+EOF
+} | tee "$OUT/suite.txt"
