@@ -286,6 +286,15 @@ def test_paths_lead_from_a_topic_through_the_selection(trained):
         assert ends == r.extra["prioritized"]
 
 
+def test_validation_holds_every_level_of_its_questions():
+    from adapath.methods.pathmind.train import Example, split_by_question
+
+    examples = [Example(str(i % 10), "", [0], [1], np.zeros(2, np.float32)) for i in range(30)]  # 10 ids x 3
+    val, fit = split_by_question(examples, 0.2, np.random.default_rng(0))
+    assert len({e.id for e in val}) == 2 and len(val) == 6 and len(fit) == 24
+    assert not {e.id for e in val} & {e.id for e in fit}
+
+
 def test_training_is_deterministic_per_seed():
     graph = generate(scale=0.01, seed=5)
     records = QueryGenerator(graph).generate(24, seed=1)

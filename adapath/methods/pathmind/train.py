@@ -238,20 +238,28 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
                        hidden=config.hidden, hops=config.hops, reading=config.reading)
 
 
+def split_by_question(examples: list[Example], fraction: float, rng: np.random.Generator) -> tuple[list, list]:
+    """(validation, training): a seeded ``fraction`` of the questions (by id) with every level of
+    each, so no question is seen in training at one level and validated at another."""
+    ids = sorted(dict.fromkeys(e.id for e in examples))
+    order = rng.permutation(len(ids))
+    held = {ids[i] for i in order[:max(1, int(round(len(ids) * fraction)))]}
+    if len(held) == len(ids):  # a single question: validate on what it trains on rather than on nothing
+        return list(examples), list(examples)
+    return [e for e in examples if e.id in held], [e for e in examples if e.id not in held]
+
+
 def train(graph: KnowledgeGraph, examples: list[Example], features: Features, config: TrainConfig, log=None,
           progress: bool = False):
-    """Returns (model, history) with the best validation epoch's weights. Questions whose
-    answers lie outside their subgraph (more than ``hops`` steps away) teach nothing and are
-    left out."""
+    """Returns (model, history) with the best validation epoch's weights (validation: a seeded
+    fifth of the questions, every level of each). Questions whose answers lie outside their
+    subgraph (more than ``hops`` steps away) teach nothing and are left out."""
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     usable = [e for e in examples if e.answers and features.subgraph(e.topics)[-1][e.answers].any()]
     if len(usable) < 4:
         raise InputError("too few training questions with an answer within --hops steps of a topic")
-    order = rng.permutation(len(usable))
-    n_val = max(1, int(round(len(usable) * config.val_fraction)))
-    val = [usable[i] for i in order[:n_val]]
-    fit = [usable[i] for i in order[n_val:]]
+    val, fit = split_by_question(usable, config.val_fraction, rng)
     model = new_model(graph, features, len(usable[0].query), config)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     best, best_state, stale, history = -1.0, None, 0, []
