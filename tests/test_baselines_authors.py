@@ -195,16 +195,16 @@ def test_every_baseline_names_its_repository_and_deviations():
 
 
 def test_every_method_that_reads_an_llm_reply_lists_the_readers_fall_backs():
-    # the fall-backs (a named candidate, a stated answer, the best path's end) are in no official
-    # code; pathmind reads its reply the same way but its module is being rewritten elsewhere
+    # the fall-backs (a named candidate, a stated answer, the best path's end) are in no official code
     methods = all_methods()
-    readers = [name for name, spec in methods.items() if spec.llm != "none" and name != "pathmind"]
+    readers = [name for name, spec in methods.items() if spec.llm != "none"]
     assert len(readers) >= 13
     for name in readers:
         listed = [d for d in methods[name].deviations if "shared reader's fall-backs" in d]
         assert len(listed) == 1, name
         assert "'mentioned'" in listed[0] and "'stated'" in listed[0] and "answer-sources table" in listed[0]
-    for name in ("tog", "tog2", "pog", "pog-d3", "structgpt", "structgpt-d2", "adapath", "cok"):
+    for name in ("tog", "tog2", "pog", "pog-d3", "structgpt", "structgpt-d2", "adapath", "cok", "pathmind",
+                 "pathmind+walk"):
         assert "('best-path')" in next(d for d in methods[name].deviations if "fall-backs" in d), name
 
 

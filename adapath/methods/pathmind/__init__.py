@@ -6,6 +6,7 @@ torch is needed here (``pip install -e ".[train]"``); importing ``adapath`` alon
 imports it.
 """
 
+from adapath.llm.parse import lenient_reading
 from adapath.methods.base import MethodContext, MethodSpec, Param
 
 PAPER = "PathMind (Retrieve-Prioritize-Reason), Liu et al., AAAI 2026, arXiv 2511.14256"
@@ -72,8 +73,7 @@ _DEVIATIONS = (
     "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: nearest "
     "entities, ties by degree) and prioritize=random (seeded random priorities)",
     "a reasoning prompt longer than 2,048 estimated tokens drops whole paths from its end until it fits",
-    "a reply without braces is read by the shared reader's fall-backs (a mentioned candidate, a stated "
-    "answer, else the best prioritized entity), which no official code has",
+    lenient_reading("a prioritized entity", "the best prioritized entity"),
 )
 
 METHODS = [

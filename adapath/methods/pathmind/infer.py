@@ -18,7 +18,6 @@ methods, not either one.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import parse_answer_set, read_reply
-from adapath.methods.base import Query, Result
+from adapath.methods.base import LLMCaller, Query, Result
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
 from adapath.methods.pathmind.select import Selection, select_entities
@@ -169,18 +168,15 @@ class PathMind:
         return results
 
     def _reason(self, queries, results, prompt_list, usages) -> None:
-        clock = time.perf_counter()
-        generations = self.llm.generate(prompt_list, GenerationParams(max_tokens=64))
-        seconds = time.perf_counter() - clock
-        for q, result, usage, generation in zip(queries, results, usages, generations):
-            usage.add([generation], seconds, 1.0 / len(generations))
-            result.raw = generation.text
+        replies = LLMCaller(self.llm, GenerationParams(max_tokens=64))(prompt_list, list(range(len(queries))), usages)
+        for q, result, reply in zip(queries, results, replies):
+            result.raw = reply
             extractive = result.extra["answer_set"]
-            answers = [] if q.options else parse_answer_set(generation.text)
+            answers = [] if q.options else parse_answer_set(reply)
             if answers:
                 result.answer, result.answer_source = answers[0], "braces"
             else:
-                result.answer, result.answer_source = read_reply(generation.text, q.options, extractive,
+                result.answer, result.answer_source = read_reply(reply, q.options, extractive,
                                                                  extractive[0] if extractive else "")
                 answers = [result.answer] if result.answer else []
             result.extra["answer_set"] = answers
