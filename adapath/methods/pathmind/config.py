@@ -21,4 +21,6 @@ class TrainConfig:
     encoder: str = "hashing"
     batch: int = 4  # questions per optimizer step, side by side in one pass over the graph
     select: str = "hits1"  # the validation score that picks the best epoch: hits1 or hits3
+    text_projection: bool = True  # the entity gate reads a learned projection of its text (else type and cosine)
+    weight_decay: float = 0.0
     loss: str = "softmax"  # softmax (cross-entropy of a softmax over the subgraph) or bce (class-balanced)
