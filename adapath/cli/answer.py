@@ -53,7 +53,7 @@ def answer_cmd(
     prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
     scorer: str | None = typer.Option(None, "--scorer", help="adapath: walk (every walk weighed; the default without an LLM) or beam (the paper's frontier beam; the default with one); same as --param scorer=..."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
-    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    executor_name: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
     workers: int = typer.Option(0, "--workers", help="ray: batches answered at once (0 = one per CPU of the cluster)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
@@ -65,16 +65,14 @@ def answer_cmd(
     use_cache_dir(cache_dir)
     from adapath.datasets.specs import load_query_set
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import PLACEMENT, LLMError, ObservedBackend, make_backend
-    from adapath.methods.base import MethodContext
+    from adapath.executors import make_executor
+    from adapath.llm import PLACEMENT, LLMError
     from adapath.methods.registry import get_method
-    from adapath.methods.run import run_queries
+    from adapath.methods.run import MethodRecipe, method_worker_spec, run_queries
     from adapath.progress import Progress
 
-    if executor not in ("local", "ray"):
-        raise InputError(f"--executor {executor!r}: choose local or ray")
-    if ray_address and executor != "ray":
-        raise InputError("--ray-address needs --executor ray")
+    executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
+                             threads_per_worker=threads_per_worker)
     spec = get_method(method)
     backend_options = llm_options(llm, llm_option, device)
     given = parse_pairs(param, "--param")
@@ -119,35 +117,25 @@ def answer_cmd(
         if (missing < 0).any():
             raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
                              f"are not in {kg}")
-    runner = None
-    if executor == "ray":
-        from adapath.methods.run_ray import RayAnswerExecutor
-
-        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
     # made after every check: on a terminal it starts a live display that only `with bar` ends
     bar = Progress(None, "answer", unit="questions")
     steps = 0
 
-    def on_step(prompts: int, seconds: float) -> None:
+    def on_step(prompts: int, seconds: float) -> None:  # each LLM step of this process (not Ray's)
         nonlocal steps
         steps += 1
         bar.note(f"LLM call {steps}: {prompts} prompts in {seconds:.1f} s")
 
-    observe = on_step if executor == "local" else None  # Ray workers report per batch only
-
-    def build():  # shipped to Ray workers: it must not hold the progress display
-        backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
-        if backend is not None and observe is not None:
-            backend = ObservedBackend(backend, observe)
-        context = MethodContext(graph, kg, backend, encoder, bank, model, params)
-        return spec.make(context)
-
+    recipe = MethodRecipe(method, params, graph_dir=kg, llm=llm, llm_options=backend_options,
+                          tensor_parallel=tensor_parallel, encoder=encoder, bank=bank, model=model, observe=on_step)
     with bar:
         try:
-            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
-                                  progress=bar)
+            summary = run_queries(method_worker_spec(graph, recipe), todo, out, settings=settings, batch=batch,
+                                  force=force, executor=executor, progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None
+        finally:
+            executor.close()
     if not summary.new:
         say(f"{out}: complete already ({summary.already} results, the same settings); nothing written; "
             "--force starts over")
