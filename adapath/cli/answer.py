@@ -23,16 +23,6 @@ from adapath.cli.common import (
 from adapath.errors import InputError
 
 
-def _bank_checksum(bank: Path) -> str | None:
-    manifest = bank / "manifest.json"
-    if not manifest.is_file():
-        raise InputError(f"{bank}: not a Path-Bank (no manifest.json; run `adapath bank build`)")
-    try:
-        return json.loads(manifest.read_text()).get("graph_checksum")
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{manifest}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
-
-
 def answer_cmd(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     queries: str = typer.Option(..., "--queries", help="Questions: biostrat:PATH, stark:PATH[#split], medddx:PATH or questions:PATH."),
@@ -63,12 +53,10 @@ def answer_cmd(
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
     use_cache_dir(cache_dir)
-    from adapath.datasets.specs import load_query_set
-    from adapath.engine.graph import KnowledgeGraph
     from adapath.executors import make_executor
-    from adapath.llm import PLACEMENT, LLMError
+    from adapath.llm import LLMError
     from adapath.methods.registry import get_method
-    from adapath.methods.run import MethodRecipe, method_worker_spec, run_queries
+    from adapath.methods.run import prepare_answer_run, run_queries
     from adapath.progress import Progress
 
     executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
@@ -84,41 +72,6 @@ def answer_cmd(
         given["prioritize"] = prioritize
     if scorer is not None:
         given["scorer"] = scorer
-    params = spec.resolve_params(given)
-    if spec.llm == "required" and llm == "none":
-        raise InputError(f"--method {method} needs an LLM (--llm ...)")
-    query_set = load_query_set(queries, topics=topics)
-    levels = query_set.resolve_levels(level)
-    todo = query_set.queries(levels)
-    if limit:
-        todo = [q for lv in levels for q in [x for x in todo if x.level == lv][:limit]]
-    skipped = query_set.unanswerable()
-    if skipped:
-        say(f"{skipped} of {len(query_set.items)} questions have no topic ids and are left out "
-            "(link them with `adapath dataset topics` and pass --topics)")
-    if not todo:
-        raise InputError(f"{queries}: no question to answer")
-    graph = KnowledgeGraph.load(kg)
-    checksum = graph.checksum()
-    if "bank" in spec.needs and bank is not None:
-        built_on = _bank_checksum(bank)
-        if built_on is not None and built_on != checksum:
-            raise InputError(f"{bank}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
-                             f"{kg} has {checksum[:12]}); rebuild it with `adapath bank build --kg {kg}`")
-    settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
-                "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
-                "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
-    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
-    if replying:  # absent otherwise, so files made before --llm-option still resume
-        settings["llm_options"] = replying
-
-    for q in todo:
-        missing = graph.index_of(list(q.topic_ids), missing="ignore")
-        if (missing < 0).any():
-            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
-                             f"are not in {kg}")
-    # made after every check: on a terminal it starts a live display that only `with bar` ends
-    bar = Progress(None, "answer", unit="questions")
     steps = 0
 
     def on_step(prompts: int, seconds: float) -> None:  # each LLM step of this process (not Ray's)
@@ -126,11 +79,14 @@ def answer_cmd(
         steps += 1
         bar.note(f"LLM call {steps}: {prompts} prompts in {seconds:.1f} s")
 
-    recipe = MethodRecipe(method, params, graph_dir=kg, llm=llm, llm_options=backend_options,
-                          tensor_parallel=tensor_parallel, encoder=encoder, bank=bank, model=model, observe=on_step)
+    run = prepare_answer_run(spec, kg=kg, queries=queries, given=given, topics=topics, bank=bank, model=model,
+                             level=level, limit=limit, llm=llm, llm_options=backend_options,
+                             tensor_parallel=tensor_parallel, encoder=encoder, note=say, observe=on_step)
+    # made after every check: on a terminal it starts a live display that only `with bar` ends
+    bar = Progress(None, "answer", unit="questions")
     with bar:
         try:
-            summary = run_queries(method_worker_spec(graph, recipe), todo, out, settings=settings, batch=batch,
+            summary = run_queries(run.worker_spec(), run.queries, out, settings=run.settings, batch=batch,
                                   force=force, executor=executor, progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None

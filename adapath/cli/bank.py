@@ -21,17 +21,6 @@ def _ladder(text: str) -> tuple[int, ...]:
         raise InputError(f"--ladder {text!r}: give corridor sizes as integers, e.g. 150,300,500,1000") from None
 
 
-def _complete_already(out: Path, config, checksum: str, ids: list[str]) -> bool:
-    """Does ``out`` hold a finished bank of these queries, this graph and these parameters?
-    (Then a build would only rewrite what is there.)"""
-    from adapath.bank.store import BankStore, describe_mismatch
-
-    store = BankStore(out)
-    manifest = store.read_manifest()
-    return bool(manifest and manifest.get("complete")
-                and describe_mismatch(store, manifest, config.signature(), checksum, ids) is None)
-
-
 @bank_app.command("build")
 def bank_build(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
@@ -63,8 +52,9 @@ def bank_build(
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
     use_cache_dir(cache_dir)
     from adapath.bank.build import BankConfig, build_bank
-    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
-    from adapath.datasets.specs import refused_under
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import LEVELS
+    from adapath.datasets.specs import load_training_queries
     from adapath.engine.graph import KnowledgeGraph
     from adapath.executors import make_executor
     from adapath.progress import Progress
@@ -80,18 +70,12 @@ def bank_build(
         raise InputError(f"--device {device!r}: choose cpu or cuda")
     executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
                              threads_per_worker=threads_per_worker, pipeline=pipeline)
-    path = parse_spec(queries)
-    try:
-        training = training_queries(load_records(path))
-    except InputError as exc:
-        raise refused_under("biostrat", path, exc) from None
-    if not training:
-        raise InputError(f"{queries}: no records")
+    training = load_training_queries(queries)
     graph = KnowledgeGraph.load(kg)
     checksum = graph.checksum()
     start = time.perf_counter()
     try:
-        if not force and _complete_already(out, config, checksum, [q.id for q in training]):
+        if not force and BankStore(out).complete_for(config.signature(), checksum, [q.id for q in training]):
             say(f"{out}: complete already ({len(training)}/{len(training)} queries, the same graph, queries and "
                 "parameters); nothing written; --force rebuilds it")
             return

@@ -11,6 +11,7 @@
   (plain values) and the graph's arrays, and a task is a batch of queries. Results are
   written in batch order whatever order batches finish in, so every executor writes the same
   file and resumes the same way.
+- ``prepare_answer_run``: what ``adapath answer`` checks and makes before its first question.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from adapath.jsonl import read_json_object
 from adapath.methods.base import (
     Method,
     MethodContext,
+    MethodSpec,
     Query,
     Result,
     ResultShapeError,
@@ -265,3 +267,68 @@ def answer_all(method: Method, queries: Iterable[Query], batch: int = 16) -> lis
     queries = list(queries)
     return [r for lo in range(0, len(queries), batch) for r in method.answer(queries[lo:lo + batch])]
 
+
+# ------------------------------------------------------------------------ run preparation
+@dataclass
+class AnswerRun:
+    """A checked ``adapath answer`` run: the questions, the graph, the method's recipe and the
+    settings its result file is made with."""
+
+    queries: list[Query]
+    graph: KnowledgeGraph
+    recipe: MethodRecipe
+    settings: dict
+
+    def worker_spec(self) -> WorkerSpec:
+        return method_worker_spec(self.graph, self.recipe)
+
+
+def prepare_answer_run(spec: MethodSpec, *, kg: Path, queries: str, given: dict[str, str],
+                       topics: Path | None = None, bank: Path | None = None, model: Path | None = None,
+                       level: str | None = None, limit: int = 0, llm: str = "none",
+                       llm_options: dict | None = None, tensor_parallel: int = 1, encoder: str = "minilm",
+                       note: Callable[[str], None] = lambda message: None,
+                       observe: Callable[[int, float], None] | None = None) -> AnswerRun:
+    """Every check of a run before its first question, in this order: the method's parameters
+    (``given`` as NAME=VALUE strings) and its LLM, the questions (``level``; the first
+    ``limit`` of each level), the graph, the bank's graph, every topic in the graph. ``note``
+    hears that questions without topic ids are left out; ``observe`` each LLM step of a
+    worker in this process (``MethodRecipe.observe``)."""
+    from adapath.bank.store import BankStore
+    from adapath.datasets.specs import load_query_set
+    from adapath.llm import PLACEMENT
+
+    llm_options = dict(llm_options or {})
+    params = spec.resolve_params(given)
+    if spec.llm == "required" and llm == "none":
+        raise InputError(f"--method {spec.name} needs an LLM (--llm ...)")
+    query_set = load_query_set(queries, topics=topics)
+    levels = query_set.resolve_levels(level)
+    todo = query_set.queries(levels)
+    if limit:
+        todo = [q for lv in levels for q in [x for x in todo if x.level == lv][:limit]]
+    skipped = query_set.unanswerable()
+    if skipped:
+        note(f"{skipped} of {len(query_set.items)} questions have no topic ids and are left out "
+             "(link them with `adapath dataset topics` and pass --topics)")
+    if not todo:
+        raise InputError(f"{queries}: no question to answer")
+    graph = KnowledgeGraph.load(kg)
+    checksum = graph.checksum()
+    if "bank" in spec.needs and bank is not None:
+        BankStore(bank).check_graph(checksum, kg)
+    settings = {"method": spec.name, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
+                "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
+                "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    replying = {k: v for k, v in llm_options.items() if k not in PLACEMENT}  # options that change replies
+    if replying:  # absent otherwise, so files made before --llm-option still resume
+        settings["llm_options"] = replying
+    for q in todo:
+        missing = graph.index_of(list(q.topic_ids), missing="ignore")
+        if (missing < 0).any():
+            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
+                             f"are not in {kg}")
+    recipe = MethodRecipe(spec.name, params, graph_dir=kg, llm=llm, llm_options=llm_options,
+                          tensor_parallel=tensor_parallel, encoder=encoder, bank=bank, model=model,
+                          observe=observe)
+    return AnswerRun(todo, graph, recipe, settings)
