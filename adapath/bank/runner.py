@@ -2,8 +2,8 @@
 
 A batch of (topic, answer) pairs -> text similarity -> Eq. 1 weights -> bidirectional PPR
 -> corridor -> path search -> rows. ``execute_batch`` runs one batch and writes its part.
-This module holds what every executor needs and imports neither the build driver nor the
-executors, so the imports run one way: build -> executors -> runner.
+This module holds what every worker needs and imports neither the build driver nor the
+executors, so the imports run one way: build -> worker -> runner (and worker -> executors).
 """
 
 from __future__ import annotations
