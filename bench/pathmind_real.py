@@ -111,6 +111,60 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
     return {str(h): round(100 * float(np.mean(v)), 1) for h, v in sorted(kept.items())}
 
 
+FAILURES = ("no answer within 3 hops", "an answer selected, then dropped", "a rival: answer's type and depth",
+            "answer's type, another depth", "another type")
+
+
+def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
+    """Why a question's K selected entities miss every valid answer (by node id), per hop count:
+    counts of misses in each of ``FAILURES``, checked in that order. Depth is the hop distance
+    from the nearest topic; a rival is a selected entity of an answer's type at the nearest
+    answer's depth."""
+    from adapath.methods.pathmind.propagate import RelationalGraph
+
+    relational = RelationalGraph(graph)
+    by_id = {str(r["data_id"]): r for r in records}
+    depth_of: dict[str, np.ndarray] = {}
+    table: dict[str, dict[str, int]] = {}
+    for result in results:
+        record = by_id[str(result.id)]
+        answers = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
+        answers = answers[answers >= 0]
+        chosen = graph.index_of([int(v) for v in result.extra.get("prioritized", [])[:k]], missing="ignore")
+        cell = table.setdefault(str(record["num_hops"]), {"questions": 0, "misses": 0} | dict.fromkeys(FAILURES, 0))
+        cell["questions"] += 1
+        if set(chosen.tolist()) & set(answers.tolist()):
+            continue
+        cell["misses"] += 1
+        if str(result.id) not in depth_of:
+            topics = graph.index_of([int(t) for t in record["topic_entities"]])
+            seeds = np.zeros(graph.num_nodes, dtype=np.bool_)
+            seeds[topics] = True
+            masks = relational.reach(seeds, 3)
+            depth = np.full(graph.num_nodes, 4, dtype=np.int8)  # 4: beyond three hops
+            for d in range(3, -1, -1):
+                depth[masks[d]] = d
+            depth_of[str(result.id)] = depth
+        depth = depth_of[str(result.id)]
+        near = [a for a in answers if depth[a] <= 3]
+        explored = {v for vs in result.explored.values() for v in vs}
+        if not near:
+            cell[FAILURES[0]] += 1
+        elif explored & {int(graph.node_id[a]) for a in near}:
+            cell[FAILURES[1]] += 1
+        else:
+            types = {int(graph.node_type[a]) for a in near}
+            nearest = min(int(depth[a]) for a in near)
+            typed = [c for c in chosen if int(graph.node_type[c]) in types]
+            if any(int(depth[c]) == nearest for c in typed):
+                cell[FAILURES[2]] += 1
+            elif typed:
+                cell[FAILURES[3]] += 1
+            else:
+                cell[FAILURES[4]] += 1
+    return dict(sorted(table.items()))
+
+
 def agreement(a: list, b: list) -> float:
     """% of questions (id, level) both answered where the answers are the same."""
     other = {(r.id, r.level): r.answer for r in b}
@@ -194,6 +248,9 @@ def run(args) -> dict:
                                          bank if method == "pathmind+walk" else None, args.encoder, encoder, test,
                                          levels, params)
         report(name, answered[name])
+        if name == "pathmind":
+            out["failures"] = failure_table(graph, test, answered[name])
+            save()
     for name in [v for v in args.adapath.split(",") if v]:
         answered[f"adapath {name}"] = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels,
                                                      16, encoder)
@@ -255,6 +312,14 @@ def print_tables(out: dict) -> None:
                 print(f"| {level} | {hop} | " + " | ".join(
                     f"{methods[n]['cells'].get(level, {}).get(f'hop{hop}_strict', float('nan')):.1f}" for n in em) + " |")
         print("| all | all | " + " | ".join(f"{methods[n]['em_strict']:.1f}" for n in em) + " |")
+    if out.get("failures"):
+        print("\nWhy pathmind's K = 3 selected entities miss every valid answer (by node id, all levels), "
+              "% of the misses per hop\n")
+        print("| hop | questions | misses | " + " | ".join(FAILURES) + " |")
+        print("|---|---:|---:|" + "---:|" * len(FAILURES))
+        for hop, cell in out["failures"].items():
+            shares = [100 * cell[f] / cell["misses"] if cell["misses"] else 0.0 for f in FAILURES]
+            print(f"| {hop} | {cell['questions']} | {cell['misses']} | " + " | ".join(f"{v:.1f}" for v in shares) + " |")
     for key, value in out.get("agreement", {}).items():
         print(f"\nAgreement, {key}: {value}% of questions answered alike")
     if out.get("reasoner"):
