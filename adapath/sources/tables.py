@@ -50,6 +50,15 @@ def require_files(directory: Path, files: Iterable[str], kind: str) -> dict[str,
     return paths
 
 
+def csv_fields(text: str, where: str) -> list[str]:
+    """One line's fields; a line the csv module refuses (a bare carriage return inside it) is an
+    InputError naming ``where`` (path:line)."""
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error:
+        raise InputError(f"{where}: a carriage return inside a line (save the file with \\n or \\r\\n line ends)") from None
+
+
 def read_header(path: Path) -> list[str]:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -59,7 +68,7 @@ def read_header(path: Path) -> list[str]:
         text = first.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}:1: header is not UTF-8") from None
-    return next(csv.reader([text]), [])
+    return csv_fields(text, f"{path}:1")
 
 
 def require_columns(path: Path, header: list[str], required: Iterable[str]) -> None:
@@ -80,7 +89,10 @@ def locate_csv_problem(path: Path, int_columns: Iterable[str]) -> str:
                 text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
                 return f"{path}:{lineno}: bytes are not valid UTF-8"
-            row = next(csv.reader([text]), [])
+            try:
+                row = csv_fields(text, f"{path}:{lineno}")
+            except InputError as error:
+                return str(error)
             if header is None:
                 header = row
                 positions = [(c, header.index(c)) for c in int_columns if c in header]
