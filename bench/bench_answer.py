@@ -319,8 +319,8 @@ def answer_child(job: Path) -> None:
     """The --compare side: answer the job's questions with whatever adapath is importable
     (the revision's tree on PYTHONPATH) and write rates and results. Reads only the stable
     API: KnowledgeGraph.load, the method registry, Query, Result.to_json."""
+    from adapath.contract import Query
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.base import Query
 
     spec = json.loads(job.read_text())
     graph = KnowledgeGraph.load(Path(spec["kg"]), mmap=False)

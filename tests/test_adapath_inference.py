@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from adapath.bank.index import BankIndex
+from adapath.contract import Query
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import Candidate
 from adapath.methods.adapath import AdaPath, AdaPathConfig, shared_beam
-from adapath.methods.base import Query
 from adapath.methods.level_banks import LevelBanks
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
 from adapath.retrieval.dense import HashingEncoder

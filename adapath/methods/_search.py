@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.parse import lenient_reading, read_answer, read_option
-from adapath.methods.base import LLMCaller, Param, Query, Result
+from adapath.methods.base import LLMCaller, Param
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from adapath.bank.index import TOP_K, BankIndex
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import (
@@ -29,7 +30,7 @@ from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import lenient_reading, parse_choice, parse_control, read_answer, read_option
 from adapath.methods.answer_type import combine, wh_phrase
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 from adapath.methods.level_banks import LevelBanks, own_pooled, vote_shares
 from adapath.methods.walk_scorer import WalkConfig, WalkOutcome, WalkQuery, WalkScorer
 from adapath.retrieval.bm25 import GraphText, minmax_columns

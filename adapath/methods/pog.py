@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_answer
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 
 @dataclass

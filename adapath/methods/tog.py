@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 
 @dataclass

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
@@ -52,7 +53,7 @@ from adapath.llm import rationale_prompts as rp
 from adapath.llm.parse import read_option
 from adapath.methods import _rationales as ra
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 RANK_DECAY = 0.8  # ToG-2's weight exp(-0.8 * rank) of a chunk's score in its entity's score
