@@ -318,9 +318,10 @@ def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, scorer: str, e
 def answer_child(job: Path) -> None:
     """The --compare side: answer the job's questions with whatever adapath is importable
     (the revision's tree on PYTHONPATH) and write rates and results. Reads only the stable
-    API: KnowledgeGraph.load, the method registry, Query, Result.to_json."""
-    from adapath.contract import Query
+    API: KnowledgeGraph.load, the method registry, Query, Result.to_json (Query imported from
+    methods.base, where every revision has it; adapath.contract is newer)."""
     from adapath.engine.graph import KnowledgeGraph
+    from adapath.methods.base import Query
 
     spec = json.loads(job.read_text())
     graph = KnowledgeGraph.load(Path(spec["kg"]), mmap=False)
