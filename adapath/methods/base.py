@@ -19,12 +19,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from adapath.config import build, settings_of
 from adapath.contract import Query, Result
 from adapath.contract import ResultShapeError as ResultShapeError  # handed on to the runners
 from adapath.contract import check_result_shape as check_result_shape  # handed on to the runners
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage
 from adapath.llm.base import ParamsArg
+from adapath.retrieval import DEFAULT_ENCODER
 from adapath.typed import parse_as
 
 
@@ -48,6 +50,22 @@ class Param:
         return parse_as(text, type(self.default), f"--param {self.name}")
 
 
+def params_of(kind: type, **defaults: Any) -> tuple[Param, ...]:
+    """The settings of a config dataclass (``adapath.config.setting`` fields, in field order)
+    as method parameters; ``defaults`` are a variant's own (``pog-d3``'s depth)."""
+    params = tuple(Param(s.name, defaults.get(s.name, s.default), s.help) for s in settings_of(kind))
+    unknown = set(defaults) - {p.name for p in params}
+    if unknown:
+        raise KeyError(f"{kind.__name__} has no setting {sorted(unknown)[0]!r}")
+    return params
+
+
+def config_from(kind: type, params: dict[str, Any], **defaults: Any) -> Any:
+    """The config dataclass a method's resolved ``--param`` values describe (a setting they
+    leave out takes the variant's default, else the dataclass's)."""
+    return build(kind, {**defaults, **params})
+
+
 @dataclass
 class MethodContext:
     """What a method may be built from; the CLI and benches fill it once per run."""
@@ -55,7 +73,7 @@ class MethodContext:
     graph: Any  # adapath.engine.graph.KnowledgeGraph
     graph_dir: Path | None = None
     llm: LLMBackend | None = None
-    encoder_spec: str = "minilm"
+    encoder_spec: str = DEFAULT_ENCODER
     bank: Path | None = None
     model: Path | None = None
     params: dict[str, Any] = field(default_factory=dict)
@@ -91,6 +109,7 @@ class MethodSpec:
     calls: str = ""  # LLM calls per question, a short bound ("1", "<= 2D+1 = 7"); "" when not stated
     # Every way it still differs from that code by default, each with its reason.
     deviations: tuple[str, ...] = ()
+    config: type | None = None  # the settings dataclass its params are made from (params_of)
 
     def resolve_params(self, given: dict[str, str]) -> dict[str, Any]:
         """Defaults overridden by ``--param`` values; unknown names are an error."""
