@@ -275,7 +275,7 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.adapath import AdaPath
+    from adapath.methods.adapath import AdaPath, AdaPathConfig
     from adapath.sources.synthetic import generate
 
     generate(scale=0.02, seed=21).save(tmp_path / "on-demand")
@@ -292,7 +292,10 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
             embed_all(graph, encoder, tmp_path / name / "cache" / store_name(encoder.name),
                       expected_header(graph, encoder.name), "float32", chunk=500)
             encoder.texts = 0
-        pipeline = AdaPath(graph, BankIndex(tmp_path / "bank", encoder), encoder, None, graph_dir=tmp_path / name)
+        # the paper's beam (AdaPathConfig's defaults when this test was written)
+        config = AdaPathConfig(scorer="beam", control="filter", metapaths=3)
+        pipeline = AdaPath(graph, BankIndex(tmp_path / "bank", encoder), encoder, None, config,
+                           graph_dir=tmp_path / name)
         results[name] = pipeline.answer(queries[:8]) + pipeline.answer(queries[8:])
         if name == "precomputed":
             assert pipeline.nodes.precomputed and encoder.texts == 16  # the questions only
