@@ -267,6 +267,42 @@ def test_kg_embed_cli(tmp_path, capsys, monkeypatch):
     assert code == 2 and "--device" in err
 
 
+def test_embed_target_finds_resumes_and_forces(tmp_path):
+    """Where `kg embed` writes: a new store in the graph's cache/, a partial one resumed in its
+    own dtype, another dtype refused, --force starting over, a read-only store left in place."""
+    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.retrieval.node_store import embed_target
+
+    graph, encoder = random_graph(12), HashingEncoder(dim=16)
+    kg = tmp_path / "kg"
+    places = GraphCache(kg, graph.checksum())
+    own = kg / "cache" / "emb-hashing-16-300"
+    target = embed_target(graph, encoder.name, places)
+    assert (target.path, target.dtype, target.complete) == (own, "float32", False)
+    assert target.expect == expected_header(graph, encoder.name)
+    with pytest.raises(InputError, match="--dtype 'float64': choose float32 or float16"):
+        embed_target(graph, encoder.name, places, dtype="float64")
+    store = NodeStore.create(own, target.expect, 16, "float16")  # a partial float16 store
+    store.write(np.array([0, 1]), np.ones((2, 16)))
+    store.close()
+    resumed = embed_target(graph, encoder.name, places)
+    assert (resumed.path, resumed.dtype, resumed.complete) == (own, "float16", False)
+    with pytest.raises(InputError, match="holds float16; pass --force to rebuild it as float32"):
+        embed_target(graph, encoder.name, places, dtype="float32")
+    embed_all(graph, encoder, own, target.expect, "float16")
+    assert embed_target(graph, encoder.name, places).complete
+    forced = embed_target(graph, encoder.name, places, dtype="float32", force=True)
+    assert (forced.path, forced.dtype, forced.complete) == (own, "float32", False) and not own.exists()
+    embed_all(graph, encoder, own, target.expect, "float32")
+    _read_only(kg / "cache")
+    try:  # a store nobody may remove stays; the new one goes to the user's cache
+        elsewhere = embed_target(graph, encoder.name, places, force=True)
+        assert own.is_dir() and elsewhere.path == (tmp_path / "user-cache" / "adapath" /
+                                                   f"kg-{graph.checksum()[:12]}" / "emb-hashing-16-300")
+    finally:
+        _writable(kg / "cache")
+
+
 def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     import shutil
 
