@@ -8,9 +8,8 @@ import dataclasses
 import pytest
 import typer
 
-from adapath.bank.build import BankConfig, build_bank
+from adapath.bank.config import BankConfig
 from adapath.contract import Result
-from adapath.datasets.biostrat import training_queries
 from adapath.methods.adapath import AdaPathConfig
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pog import PoGConfig
@@ -19,7 +18,6 @@ from adapath.methods.structgpt import StructGPTConfig
 from adapath.methods.tog import ToGConfig
 from adapath.methods.tog2 import ToG2Config
 from tests.conftest import run_cli
-from tests.helpers import generated_world
 
 # What each method with a config runs with no --param given, with --llm (adapath without one too).
 EXPECTED = {
@@ -28,14 +26,6 @@ EXPECTED = {
     "pog-d3": PoGConfig(max_depth=3, max_tokens=512),
     "structgpt": StructGPTConfig(), "structgpt-d2": StructGPTConfig(max_depth=2),
 }
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("settings")
-    graph, records = generated_world(root, graph_seed=3, questions=6, question_seed=1)
-    build_bank(graph, training_queries(records), root / "bank", BankConfig(), graph_dir=root / "kg")
-    return root
 
 
 class Stub:
@@ -77,12 +67,12 @@ def test_every_method_with_a_config_is_checked_here():
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_answer_runs_the_configs_defaults(name, world, tmp_path, capsys, monkeypatch):
-    assert built_config(name, world, tmp_path, capsys, monkeypatch, llm=True) == EXPECTED[name]
+def test_answer_runs_the_configs_defaults(name, small_world, tmp_path, capsys, monkeypatch):
+    assert built_config(name, small_world, tmp_path, capsys, monkeypatch, llm=True) == EXPECTED[name]
 
 
-def test_answer_without_an_llm_runs_adapaths_defaults(world, tmp_path, capsys, monkeypatch):
-    config = built_config("adapath", world, tmp_path, capsys, monkeypatch, llm=False)
+def test_answer_without_an_llm_runs_adapaths_defaults(small_world, tmp_path, capsys, monkeypatch):
+    config = built_config("adapath", small_world, tmp_path, capsys, monkeypatch, llm=False)
     assert config == AdaPathConfig().resolved(with_llm=False)
     # the settings the bench figures were measured with: the walk scorer over 8 meta-paths of
     # 10 retrieved training queries, weighed by the vote; with an LLM the paper's beam of 3 of 5

@@ -3,7 +3,9 @@
 
 - ``Method``: ``answer(list[Query]) -> list[Result]``, one result per query, in order;
 - ``MethodSpec``: a registered method (name, one-line summary, the paper it follows, the
-  parameters it takes and how to build it from a ``MethodContext``);
+  parameters it takes and how to build it from a ``MethodContext``); a method with a config
+  dataclass lists its parameters with ``params_of`` and builds its config with ``config_from``,
+  so each default is written once, in the dataclass;
 - ``LLMCaller``: the one helper that sends a step's prompts of a whole batch to the backend
   as one batch and charges each query its share of the usage.
 
