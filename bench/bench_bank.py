@@ -166,7 +166,7 @@ def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
     import shutil
 
     from adapath.bank.build import build_bank
-    from adapath.bank.executors.local import LocalExecutor
+    from adapath.executors import LocalExecutor
     from adapath.retrieval.bm25 import GraphText
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
@@ -177,13 +177,13 @@ def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
     # one batch first: kernels compile, and the executor keeps this runner, whose PPR work
     # arrays then start the timed build mapped, as in a long build (fresh pages fault slowly)
     build_bank(graph, queries[:config.batch], workdir / f"{name}-warmup", config, executor, text=text)
-    executor.runner.ppr.device_seconds.clear()  # the timed build's own
+    executor.worker.runner.ppr.device_seconds.clear()  # the timed build's own
     setup = time.perf_counter() - clock
     clock = time.perf_counter()
     progress = build_bank(graph, queries, workdir / name, config, executor, text=text)
     total = time.perf_counter() - clock
     seconds = {k: v for k, v in progress.seconds.items()}
-    return executor.runner, setup, total, seconds
+    return executor.worker.runner, setup, total, seconds
 
 
 def path_keys(bank: Path) -> list[tuple]:
@@ -222,17 +222,17 @@ class Recording:
     def __init__(self, inner):
         self.inner, self.results, self.commit_seconds = inner, [], []
 
-    def prepare(self, graph, text, config):
-        self.inner.prepare(graph, text, config)
+    def start(self, spec):
+        self.inner.start(spec)
 
-    def run(self, store, batches, on_result):
-        def record(result):
+    def run(self, tasks, on_result):
+        def record(index, result):
             self.results.append((time.time(), result))
             clock = time.perf_counter()
-            on_result(result)
+            on_result(index, result)
             self.commit_seconds.append(time.perf_counter() - clock)
 
-        self.inner.run(store, batches, record)
+        self.inner.run(tasks, record)
 
     def close(self):
         self.inner.close()
@@ -258,8 +258,9 @@ def scaling(args, graph, kg_dir, queries, config, work):
 
     import ray
 
-    from adapath.bank.executors.local import LocalExecutor
-    from adapath.bank.executors.ray import RayExecutor, graph_payload, payload_bytes
+    from adapath.bank.worker import bank_worker_spec
+    from adapath.executors import LocalExecutor, arrays_nbytes
+    from adapath.executors.ray import RayExecutor
     from adapath.retrieval.bm25 import GraphText
 
     counts = [int(v) for v in args.workers.split(",")]
@@ -276,7 +277,7 @@ def scaling(args, graph, kg_dir, queries, config, work):
         in_task = sum(r.ended - r.started for _, r in rec.results)
         rows.append((f"local, {threads} thread{'s' * (threads > 1)}", threads, n / seconds, in_task, seconds, None))
 
-    size = payload_bytes(graph_payload(graph, text))
+    size = arrays_nbytes(bank_worker_spec(graph, text, config).arrays)
     ray.init(address="local", num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
              object_store_memory=int(size * 1.25) + 128 * 2**20, logging_level=logging.ERROR, log_to_driver=False)
     puts, starts, overheads = [], [], {}

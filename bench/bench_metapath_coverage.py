@@ -49,8 +49,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from adapath.bank.build import BankConfig, build_bank
-    from adapath.bank.executors.local import LocalExecutor
     from adapath.datasets.biostrat import load_records, training_queries
+    from adapath.executors import LocalExecutor
     from adapath.sources.synthetic import generate
 
     records = load_records(args.records_file)

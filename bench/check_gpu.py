@@ -160,10 +160,10 @@ def part_bank(ctx: Context) -> str:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig, build_bank
-    from adapath.bank.executors.local import LocalExecutor
     from adapath.datasets.biostrat import training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.ppr import device_batch, free_device_bytes
+    from adapath.executors import LocalExecutor
 
     graph, args = ctx.graph, ctx.args
     records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
@@ -175,12 +175,12 @@ def part_bank(ctx: Context) -> str:
         executor = LocalExecutor()  # every CPU core on corridors and paths
         build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
                    graph_dir=ctx.work / "kg", force=True)  # compile kernels, fill caches
-        executor.runner.ppr.device_seconds.clear()
+        executor.worker.runner.ppr.device_seconds.clear()
         clock = time.perf_counter()
         progress = build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg",
                               force=True)  # a rerun in the same --workdir builds again
         rates[device] = len(subset) / (time.perf_counter() - clock)
-        runners[device] = executor.runner
+        runners[device] = executor.worker.runner
         stages[device] = {k: 1000 * v / len(subset) for k, v in progress.seconds.items()}
     # the GPU build's paths of the queries the CPU built too (costs differ in their last bits:
     # the GPU's PPR sums in another order)

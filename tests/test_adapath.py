@@ -211,6 +211,38 @@ def test_answer_cli_resumes_and_keeps_results_on_llm_failure(setup, tmp_path, ca
     assert code == 2 and "LLM backend failed" in err and len(err.strip().splitlines()) == 1
 
 
+def test_answer_cli_refuses_a_folder_that_is_not_a_bank_in_one_line(setup, tmp_path, capsys):
+    """No manifest, or a manifest that is not JSON: one line naming the folder or the file."""
+    root, *_ = setup
+    args = ["answer", "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}", "--encoder", "hashing",
+            "--out", tmp_path / "x.jsonl"]
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(args + ["--bank", tmp_path / "empty"], capsys)
+    assert code == 2 and err.strip() == (f"adapath: error: {tmp_path / 'empty'}: not a Path-Bank (no manifest.json; "
+                                         "run `adapath bank build`)")
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "manifest.json").write_text('{"graph_checksum": ')
+    code, _, err = run_cli(args + ["--bank", tmp_path / "torn"], capsys)
+    assert code == 2 and err.strip() == (f"adapath: error: {tmp_path / 'torn' / 'manifest.json'}: not valid JSON "
+                                         "(Expecting value, line 1 column 20)")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_answer_cli_refuses_a_topic_outside_the_graph(setup, tmp_path, capsys):
+    """A question whose topic id the graph lacks is named, with the id, before anything runs."""
+    root, graph, _, _, test = setup
+    record = json.loads(json.dumps(test[0]))
+    missing = int(graph.node_id.max()) + 1
+    record["topic_entities"] = {str(missing): "nowhere"}
+    (tmp_path / "q.jsonl").write_text(json.dumps(record) + "\n")
+    code, _, err = run_cli(["answer", "--kg", root / "kg", "--bank", root / "bank", "--queries",
+                            f"biostrat:{tmp_path / 'q.jsonl'}", "--encoder", "hashing", "--out", tmp_path / "x.jsonl"],
+                           capsys)
+    assert code == 2 and err.strip() == (f"adapath: error: question {record['data_id']}: topic id(s) [{missing}] "
+                                         f"are not in {root / 'kg'}")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 def test_answer_cli_refuses_a_foreign_bank_and_mixed_settings(setup, tmp_path, capsys):
     root, *_ = setup
     other = tmp_path / "other-kg"

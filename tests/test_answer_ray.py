@@ -7,10 +7,10 @@ import logging
 import pytest
 
 from adapath.bank.build import BankConfig, build_bank
-from adapath.bank.executors.local import LocalExecutor
 from adapath.datasets.biostrat import training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
+from adapath.executors import LocalExecutor
 from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
@@ -79,3 +79,16 @@ def test_ray_answers_equal_local_and_resume(job, cluster, tmp_path, capsys):
     # the settings file does not tie a result file to its executor
     assert json.loads((tmp_path / "ray.jsonl.settings.json").read_text()) == \
         json.loads((tmp_path / "local.jsonl.settings.json").read_text())
+
+
+def test_what_a_ray_worker_raises_is_the_one_line_it_raised(job, cluster, tmp_path, capsys):
+    """The method is made on the worker (from its recipe and the graph's arrays): an error
+    there is not retried, and reaches the command as the one line the local run gives."""
+    root = job
+    args = ["answer", "--method", "pathmind", "--kg", root / "kg", "--queries", f"biostrat:{root / 'test.jsonl'}",
+            "--encoder", "hashing"]
+    code, _, local_err = run_cli(args + ["--out", tmp_path / "local.jsonl"], capsys)
+    assert code == 2 and local_err.strip() == "adapath: error: --method pathmind needs --model"
+    code, _, err = run_cli(args + ["--out", tmp_path / "ray.jsonl", "--executor", "ray", "--workers", "2"], capsys)
+    assert code == 2 and err == local_err
+    assert not (tmp_path / "ray.jsonl").exists()

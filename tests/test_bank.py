@@ -15,11 +15,11 @@ import pytest
 import scipy.linalg
 
 from adapath.bank.build import BankConfig, build_bank
-from adapath.bank.executors.local import LocalExecutor
 from adapath.bank.info import bank_info
 from adapath.datasets.biostrat import training_queries
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
+from adapath.executors import LocalExecutor
 from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 
@@ -343,13 +343,13 @@ def test_executor_reused_for_another_build_gives_the_same_banks(small, tmp_path)
     text = GraphText.for_graph(graph, root / "kg", k1=config.bm25_k1, b=config.bm25_b)
     executor = LocalExecutor(threads=2)
     build_bank(graph, queries[:4], tmp_path / "first", config, executor, text=text)
-    runner = executor.runner
+    runner = executor.worker.runner
     build_bank(graph, queries, tmp_path / "second", config, executor, text=text)
-    assert executor.runner is runner
+    assert executor.worker.runner is runner
     assert pq.read_table(tmp_path / "second" / "paths.parquet").equals(pq.read_table(root / "bank" / "paths.parquet"))
     certified = BankConfig(batch=5, ppr="certified")
     build_bank(graph, queries, tmp_path / "certified", certified, executor, text=text)
-    assert executor.runner is not runner and executor.runner.config == certified
+    assert executor.worker.runner is not runner and executor.worker.runner.config == certified
     build_bank(graph, queries, tmp_path / "fresh", certified, LocalExecutor(threads=2), text=text)
     assert pq.read_table(tmp_path / "certified" / "paths.parquet").equals(
         pq.read_table(tmp_path / "fresh" / "paths.parquet"))

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from adapath.bank.build import BankConfig, build_bank
-from adapath.bank.executors.local import LocalExecutor
 from adapath.datasets.biostrat import training_queries
+from adapath.executors import LocalExecutor
 from tests.helpers import generated_world
 
 ray = pytest.importorskip("ray")
@@ -31,8 +31,8 @@ TASK_TITLE = "ray::run_bank_batch"  # Ray titles a worker process after the task
 
 @pytest.fixture(scope="module")
 def cluster():
-    """The local cluster `--executor ray` starts (adapath.cluster.connect), shared by the module."""
-    from adapath.cluster import connect
+    """The local cluster `--executor ray` starts (adapath.executors.cluster.connect), shared by the module."""
+    from adapath.executors.cluster import connect
 
     assert connect(None, 2)
     yield ray.get_runtime_context().gcs_address
@@ -59,7 +59,7 @@ def same_bank(a, b):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ray_build_equals_local_build(cluster, job, tmp_path, workers):
-    from adapath.bank.executors.ray import RayExecutor
+    from adapath.executors.ray import RayExecutor
 
     root, graph, queries = job
     executor = RayExecutor(workers=workers)
@@ -86,7 +86,7 @@ def running_task_workers():
 
 
 def test_worker_killed_mid_task_is_retried(cluster, job, tmp_path):
-    from adapath.bank.executors.ray import RayExecutor
+    from adapath.executors.ray import RayExecutor
 
     root, graph, queries = job
     executor = RayExecutor(workers=2)

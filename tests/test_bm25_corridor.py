@@ -66,6 +66,33 @@ def test_save_load(tmp_path):
     assert np.allclose(loaded.scores(QUERIES), index.scores(QUERIES))
 
 
+def test_an_index_rebuilt_from_its_arrays_scores_as_bm25s():
+    """``to_arrays`` -> a pickle of plain arrays, read-only (as a Ray worker gets them) ->
+    ``from_arrays``: bm25s's own per-query scores; a ``GraphText`` so rebuilt gives the
+    similarities of the one it came from."""
+    import pickle
+
+    from adapath.retrieval.bm25 import GraphText
+
+    index = TextIndex.build(CORPUS, k1=1.5, b=0.75)
+    arrays = pickle.loads(pickle.dumps(index.to_arrays(), protocol=5))
+    for name in ("data", "indices", "indptr"):
+        arrays[name].setflags(write=False)
+    shipped = TextIndex.from_arrays(arrays)
+    retriever = bm25s.BM25(k1=1.5, b=0.75)
+    retriever.index(bm25s.tokenize(CORPUS, stopwords="en", show_progress=False), show_progress=False)
+    scores = shipped.scores(QUERIES)
+    for j, query in enumerate(QUERIES):
+        tokens = [t for t in bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+                  if t in retriever.vocab_dict]
+        expected = retriever.get_scores(tokens) if tokens else np.zeros(len(CORPUS))
+        assert np.allclose(scores[:, j], expected, atol=1e-6)
+    text = GraphText(index, TextIndex.build(["target of", "treats", "causes fever"], b=0.0))
+    rebuilt = GraphText.from_arrays(pickle.loads(pickle.dumps(text.to_arrays(), protocol=5)))
+    for got, expected in zip(rebuilt.similarity(QUERIES), text.similarity(QUERIES)):
+        assert np.array_equal(got, expected)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_corridor_ladder_matches_reference(seed):
     graph = random_graph(seed, n=80, m=140)

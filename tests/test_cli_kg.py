@@ -115,7 +115,7 @@ def test_subprocess_error_has_no_traceback(tmp_path):
 
 
 def test_importing_adapath_pulls_no_heavy_stack():
-    code = ("import sys, adapath, adapath.cli, adapath.bank.build, adapath.bank.executors, "
+    code = ("import sys, adapath, adapath.cli, adapath.bank.build, adapath.executors, "
             "adapath.bank.index, adapath.methods.adapath, adapath.eval.report; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'torch', 'cupy', 'vllm', 'transformers', 'sentence_transformers', 'faiss', 'ray'}))")

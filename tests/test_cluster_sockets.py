@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from adapath import cluster
+from adapath.executors import cluster
 
 pytest.importorskip("psutil")
 

@@ -1,7 +1,7 @@
 """The rooms of ``adapath`` import one way, top to bottom:
 
-    cli -> view, eval -> methods -> datasets -> contract -> bank, sources -> engine
-        -> retrieval, llm -> kernels
+    cli -> view, eval -> methods -> datasets -> contract -> bank, sources -> executors
+        -> engine -> retrieval, llm -> kernels
 
 Rooms on one floor may import each other. The small modules at the package's top (errors,
 progress, typed, ...) are the ground every room but ``kernels`` may stand on, and they import
@@ -15,9 +15,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "adapath"
 FLOORS = (("cli",), ("view", "eval"), ("methods",), ("datasets",), ("contract",), ("bank", "sources"),
-          ("engine",), ("retrieval", "llm"), ("kernels",))
+          ("executors",), ("engine",), ("retrieval", "llm"), ("kernels",))
 FLOOR_OF = {room: i for i, rooms in enumerate(FLOORS) for room in rooms}
-GROUND = {"adapath", "errors", "progress", "fsutil", "jsonl", "quiet", "typed", "cluster", "config", "data"}
+GROUND = {"adapath", "errors", "progress", "fsutil", "jsonl", "quiet", "typed", "config", "data"}
 
 
 def room_of(module: str) -> str:
@@ -90,6 +90,12 @@ def test_no_module_imports_from_a_room_above_it():
     ("adapath.methods.pog", "from ..cli import common", ["adapath.methods.pog:1 -> adapath.cli"]),
     ("adapath.datasets.specs", "from adapath.contract import Query\nfrom adapath.bank.query import TrainingQuery"
                                "\nfrom adapath.errors import InputError", []),
+    ("adapath.bank.worker", "from adapath.executors.base import WorkerSpec", []),  # bank stands above executors
+    ("adapath.executors.local", "from adapath.bank.runner import BatchRunner", ["adapath.executors.local:1 -> "
+                                                                               "adapath.bank.runner"]),
+    ("adapath.executors.ray", "from adapath.engine.graph import KnowledgeGraph", []),
+    ("adapath.engine.ppr", "from adapath.executors import make_executor", ["adapath.engine.ppr:1 -> "
+                                                                          "adapath.executors"]),
     ("adapath.view.page", "from adapath.eval import tables", []),  # one floor
     ("adapath.eval.tables", "from adapath.view import page", []),
 ])

@@ -222,9 +222,8 @@ def test_array_kernel_float32_terms_stay_within_tolerance():
     graph = random_graph(15, n=200, m=1600)
     _, _, weights = random_weights(graph, 6, 15)
     engine = PPREngine(graph, backend="scipy")
-    ops = engine._operators()
-    args = (np, ops.adjacency, ops.rel_adjacency, ops.counts, ops.degree, weights.a, weights.b,
-            np.arange(6) * 9)
+    ops = engine.solver.operators()
+    args = (np, ops.operators, weights.a, weights.b, np.arange(6) * 9)
     mixed, _, _ = power_iteration_xp(*args, low=ops.low)
     full, _, _ = power_iteration_xp(*args)
     assert ops.low[0].dtype == np.float32

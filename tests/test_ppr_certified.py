@@ -6,7 +6,7 @@ import pytest
 
 from adapath.engine.ppr import PPREngine
 from adapath.engine.weights import materialize
-from adapath.kernels.ppr_numba import series_terms
+from adapath.kernels.series import series_terms
 from tests.helpers import RELS, TYPES, random_graph
 from tests.test_ppr import dense_ppr, random_weights
 

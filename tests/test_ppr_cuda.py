@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = textwrap.dedent("""
     import numpy as np
     from adapath.kernels.ppr_cuda import weighted_step
-    from adapath.kernels.ppr_xp import power_iteration_xp
+    from adapath.kernels.ppr_xp import Operators, power_iteration_xp
+    from adapath.kernels.series import Series
     import scipy.sparse as sp
 
     rng = np.random.default_rng(7)
@@ -52,8 +53,8 @@ SCRIPT = textwrap.dedent("""
     seeds = np.array([0, 5, 11])
     step = lambda x, a_t, b_t: weighted_step(indptr, dst.astype(np.int32), rel.astype(np.int32), a_t, b_t, x,
                                              np.empty_like(x))
-    pi, _, bound = power_iteration_xp(np, adjacency, rel_adj, counts, degree, a, b, seeds, eta=eta, tol=1e-10,
-                                      step=step)
+    pi, _, bound = power_iteration_xp(np, Operators(adjacency, rel_adj, counts, degree), a, b, seeds,
+                                      Series(eta=eta, tol=1e-10), step=step)
     for c, seed in enumerate(seeds):
         w = np.zeros((n, n))
         for u, v, r in half:
@@ -84,8 +85,9 @@ def test_a_fused_step_that_cannot_compile_is_reported_once_and_not_used(monkeypa
         raise RuntimeError("no CUDA toolchain")
 
     monkeypatch.setattr(ppr_cuda, "weighted_step", broken)
-    engine = PPREngine(generate(scale=0.002, seed=1), backend="scipy")
-    engine._xp = np  # the engine as the cupy backend sets it up, on NumPy arrays
+    # the array-namespace solve as the cupy backend sets it up, on NumPy arrays
+    solver = PPREngine(generate(scale=0.002, seed=1), backend="scipy").solver
+    assert solver.xp is np
     with pytest.warns(RuntimeWarning, match="did not compile"):
-        assert engine._fused_step() is None
-    assert engine._fused_step() is None  # remembered: no second warning, no second try
+        assert solver.fused_step() is None
+    assert solver.fused_step() is None  # remembered: no second warning, no second try

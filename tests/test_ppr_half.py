@@ -10,7 +10,7 @@ from adapath.engine.ppr import PPREngine
 from adapath.engine.weights import QueryWeights
 from adapath.errors import InputError
 from adapath.kernels.half import decoded, encoded, half_scales
-from adapath.kernels.ppr_numba import series_terms
+from adapath.kernels.series import series_terms
 from tests.helpers import random_graph
 from tests.test_ppr import dense_ppr, random_weights
 from tests.test_ppr_certified import LADDER, pairs_of, top_k

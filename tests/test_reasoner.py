@@ -115,8 +115,11 @@ def test_answers_do_not_change_when_the_bank_is_removed(pathmind_setup, tmp_path
 def test_sft_then_dpo_from_the_sft_adapter(pathmind_setup, tiny, tmp_path, capsys):
     root, _, _ = pathmind_setup
     for stage in ("sft", "dpo"):
-        code, _, err = run_cli(data_args(root, stage, tmp_path / f"{stage}.jsonl"), capsys)
+        code, _, err = run_cli(data_args(root, stage, tmp_path / f"{stage}-all.jsonl"), capsys)
         assert code == 0, err
+        # two rows, one batch: every step sees the same examples, so the loss falls step by step
+        rows = (tmp_path / f"{stage}-all.jsonl").read_text().splitlines(keepends=True)
+        (tmp_path / f"{stage}.jsonl").write_text("".join(rows[:2]))
     code, _, err = run_cli(["pathmind", "finetune", "--base", tiny, "--stage", "dpo", "--data", tmp_path / "dpo.jsonl",
                             "--out", tmp_path / "dpo"], capsys)
     assert code == 2 and "--stage dpo needs --sft-adapter DIR" in err
@@ -124,8 +127,8 @@ def test_sft_then_dpo_from_the_sft_adapter(pathmind_setup, tiny, tmp_path, capsy
     for stage in ("sft", "dpo"):
         extra = ["--sft-adapter", adapters["sft"]] if stage == "dpo" else []
         code, _, err = run_cli(["pathmind", "finetune", "--base", tiny, "--stage", stage, "--data",
-                                tmp_path / f"{stage}.jsonl", "--out", tmp_path / stage, "--max-steps", "4",
-                                "--lr", "5e-3", *extra], capsys)
+                                tmp_path / f"{stage}.jsonl", "--out", tmp_path / stage, "--max-steps", "5",
+                                "--lr", "5e-3", "--batch-size", "2", *extra], capsys)
         assert code == 0, err
         line = [x for x in err.splitlines() if x.startswith("wrote")][-1]
         first, last = (float(v) for v in line.split("loss ")[1].split(" -> "))

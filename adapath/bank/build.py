@@ -11,7 +11,8 @@ A build is three steps, so that any worker can run any batch:
   runs one and writes its part (what a worker does);
 - ``commit``: the driver records a finished batch in the manifest (progress, stage seconds).
 
-``build_bank`` drives them through an executor (``adapath.bank.executors``). Per-query
+``build_bank`` drives them through an executor (``adapath.executors``; the bank's worker
+and tasks: ``adapath.bank.worker``). Per-query
 results do not depend on batch composition (PPR columns are independent) nor on which
 worker ran them, so a resumed or distributed bank equals an uninterrupted local one.
 
@@ -30,7 +31,6 @@ import numpy as np
 
 import adapath
 from adapath.bank.config import PPR_SOLVES, BankConfig  # noqa: F401  (the build's public names)
-from adapath.bank.executors import make_executor
 from adapath.bank.query import TrainingQuery
 from adapath.bank.runner import (  # noqa: F401  (the build's public names, kept importable here)
     STAGES,
@@ -47,8 +47,10 @@ from adapath.bank.store import (
     ids_checksum,
     queries_table,
 )
+from adapath.bank.worker import BankTask, bank_worker_spec
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
+from adapath.executors import Executor, LocalExecutor
 from adapath.retrieval.bm25 import GraphText
 
 
@@ -135,7 +137,7 @@ class Committer:
 
 # ------------------------------------------------------------------------ the whole bank
 def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | Path, config: BankConfig,
-               executor=None, graph_dir: str | Path | None = None, force: bool = False,
+               executor: Executor | None = None, graph_dir: str | Path | None = None, force: bool = False,
                on_progress: Callable[[Progress], None] | None = None,
                graph_checksum: str | None = None, text: GraphText | None = None) -> Progress:
     """Build (or resume) the bank of ``queries`` in ``out`` through ``executor`` (default:
@@ -143,7 +145,7 @@ def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | P
     fails before its first part leaves no folder behind. ``text``: the graph's BM25 index,
     when the caller already holds it (else loaded from the graph's cache or built)."""
     config.check()
-    executor = executor or make_executor("local")
+    executor = executor or LocalExecutor()
     store = BankStore(Path(out))
     ids = [q.id for q in queries]
     if not ids:
@@ -164,7 +166,7 @@ def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | P
     batches = plan_batches(graph, queries, config.level, config.batch, done)  # checks every query
     if text is None:
         text = GraphText.for_graph(graph, graph_dir, k1=config.bm25_k1, b=config.bm25_b)
-    executor.prepare(graph, text, config)  # device, cluster: may refuse before any write
+    executor.start(bank_worker_spec(graph, text, config))  # device, cluster: may refuse before any write
 
     if force and store.root.exists():
         store.remove()
@@ -179,12 +181,12 @@ def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | P
         store.write_queries(queries_table(queries))
         committer.write_manifest(complete=False)
 
-        def on_result(result: BatchResult) -> None:
+        def on_result(_: int, result: BatchResult) -> None:  # batches commit in any order
             committer.commit(result)
             if on_progress is not None:
                 on_progress(progress)
 
-        executor.run(store, batches, on_result)
+        executor.run([BankTask(store, batch) for batch in batches], on_result)
     except BaseException:
         if fresh and not store.part_files():
             store.remove()

@@ -2,13 +2,12 @@
 
 A batch of (topic, answer) pairs -> text similarity -> Eq. 1 weights -> bidirectional PPR
 -> corridor -> path search -> rows. ``execute_batch`` runs one batch and writes its part.
-This module holds what every executor needs and imports neither the build driver nor the
-executors, so the imports run one way: build -> executors -> runner.
+This module holds what every worker needs and imports neither the build driver nor the
+executors, so the imports run one way: build -> worker -> runner (and worker -> executors).
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -18,15 +17,12 @@ import pyarrow as pa
 
 from adapath.bank.config import BankConfig
 from adapath.bank.store import PART_SCHEMA, BankStore, part_name
-from adapath.engine.batch_paths import BatchPaths, PairStage, PathSearch
+from adapath.engine.batch_paths import FALLBACKS, BatchPaths, PairStage, PathSearch
 from adapath.engine.corridor import ranked_size
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.ppr import PPREngine
 from adapath.engine.weights import QueryWeights, query_weights
-from adapath.kernels.pair_stage import FALLBACKS
-from adapath.kernels.ppr_numba import work_array
-from adapath.kernels.workers import threading_layer
 from adapath.retrieval.bm25 import GraphText
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
@@ -131,12 +127,12 @@ class BatchRunner:
             arrays = self._spare_arrays.pop() if self._spare_arrays else {}
         # s_node and b go into this batch's arrays, whose pages later batches reuse
         shape = (self.graph.num_nodes, len(texts))
-        s_node, s_rel = self.text.similarity(texts, node_out=work_array(arrays, "s_node", shape, np.float32))
+        s_node, s_rel = self.text.similarity(texts, node_out=self.ppr.host_array(arrays, "s_node", shape, np.float32))
         seconds["text"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
         # a column per text; pinned on the GPU, whose solve uploads it
-        b_out = work_array(arrays, "b", shape, empty=self.ppr.host_empty)
+        b_out = self.ppr.host_array(arrays, "b", shape, staged=True)
         weights = query_weights(s_node, s_rel, beta=c.beta, eps=c.eps, out=b_out)
         cols = np.array([column[p.text] for p in pairs])
         seconds["weights"] += time.perf_counter() - clock
@@ -176,7 +172,8 @@ class BatchRunner:
         answers = np.array([p.answer for p in pairs], dtype=np.int64)
         certified = c.ppr == "certified"
         compiled = resolve = 0.0
-        with self._stage_lock, self._launch_lock():
+        # the stage may wait for a CPU solve of the next batch on another thread (a pipelined build)
+        with self._stage_lock, self.ppr.parallel_section():
             stage = self.pair_stage()
             start = time.perf_counter()
             found = stage.run(weights.a, weights.b, cols, topics, answers, solved.rho.T, solved.order,
@@ -209,13 +206,6 @@ class BatchRunner:
         if self._stage is None:
             self._stage = PairStage(self.graph, self.search, workers=self.threads)
         return self._stage
-
-    def _launch_lock(self):
-        """Numba's "workqueue" layer cannot run two parallel loops at once: there, the stage
-        waits for a CPU solve of the next batch running on another thread (a pipelined build)."""
-        if self.ppr.backend == "numba" and threading_layer() == "workqueue":
-            return self.ppr._lock
-        return contextlib.nullcontext()
 
     def _table(self, pairs: list[Pair], topics: np.ndarray, answers: np.ndarray, found: BatchPaths) -> pa.Table:
         """The batch's rows, column by column (``PART_SCHEMA``), from the stage's arrays."""

@@ -107,8 +107,32 @@ class BankStore:
             return None
         try:
             return json.loads(self.manifest_file.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{self.manifest_file}: not valid JSON ({exc.msg}, line {exc.lineno} "
+                             f"column {exc.colno})") from None
+        except OSError as exc:
             raise InputError(f"{self.manifest_file}: unreadable manifest ({exc})") from None
+
+    def graph_checksum(self) -> str | None:
+        """The checksum of the graph the bank was built on (None where its manifest names none)."""
+        manifest = self.read_manifest()
+        if manifest is None:
+            raise InputError(f"{self.root}: not a Path-Bank (no manifest.json; run `adapath bank build`)")
+        return manifest.get("graph_checksum")
+
+    def check_graph(self, checksum: str, graph_dir: Path) -> None:
+        """Refuse a bank built on another graph than ``graph_dir``'s (whose checksum is given)."""
+        built_on = self.graph_checksum()
+        if built_on is not None and built_on != checksum:
+            raise InputError(f"{self.root}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
+                             f"{graph_dir} has {checksum[:12]}); rebuild it with `adapath bank build --kg {graph_dir}`")
+
+    def complete_for(self, parameters: dict, checksum: str, ids: list[str]) -> bool:
+        """Does the folder hold a finished bank of these queries, this graph and these
+        parameters (``BankConfig.signature``)? Then a build would only rewrite what is there."""
+        manifest = self.read_manifest()
+        return bool(manifest and manifest.get("complete")
+                    and describe_mismatch(self, manifest, parameters, checksum, ids) is None)
 
     def write_manifest(self, manifest: dict) -> None:
         with atomic_file(self.manifest_file) as handle:

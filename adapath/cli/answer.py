@@ -23,16 +23,6 @@ from adapath.cli.common import (
 from adapath.errors import InputError
 
 
-def _bank_checksum(bank: Path) -> str | None:
-    manifest = bank / "manifest.json"
-    if not manifest.is_file():
-        raise InputError(f"{bank}: not a Path-Bank (no manifest.json; run `adapath bank build`)")
-    try:
-        return json.loads(manifest.read_text()).get("graph_checksum")
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{manifest}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
-
-
 def answer_cmd(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     queries: str = typer.Option(..., "--queries", help="Questions: biostrat:PATH, stark:PATH[#split], medddx:PATH or questions:PATH."),
@@ -53,7 +43,7 @@ def answer_cmd(
     prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
     scorer: str | None = typer.Option(None, "--scorer", help="adapath: walk (every walk weighed; the default without an LLM) or beam (the paper's frontier beam; the default with one); same as --param scorer=..."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
-    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    executor_name: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT; without it --executor ray starts a local cluster."),
     workers: int = typer.Option(0, "--workers", help="ray: batches answered at once (0 = one per CPU of the cluster)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs each task asks for."),
@@ -63,18 +53,14 @@ def answer_cmd(
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
     use_cache_dir(cache_dir)
-    from adapath.datasets.specs import load_query_set
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.llm import PLACEMENT, LLMError, ObservedBackend, make_backend
-    from adapath.methods.base import MethodContext
+    from adapath.executors import make_executor
+    from adapath.llm import LLMError
     from adapath.methods.registry import get_method
-    from adapath.methods.run import run_queries
+    from adapath.methods.run import prepare_answer_run, run_queries
     from adapath.progress import Progress
 
-    if executor not in ("local", "ray"):
-        raise InputError(f"--executor {executor!r}: choose local or ray")
-    if ray_address and executor != "ray":
-        raise InputError("--ray-address needs --executor ray")
+    executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
+                             threads_per_worker=threads_per_worker)
     spec = get_method(method)
     backend_options = llm_options(llm, llm_option, device)
     given = parse_pairs(param, "--param")
@@ -86,68 +72,26 @@ def answer_cmd(
         given["prioritize"] = prioritize
     if scorer is not None:
         given["scorer"] = scorer
-    params = spec.resolve_params(given)
-    if spec.llm == "required" and llm == "none":
-        raise InputError(f"--method {method} needs an LLM (--llm ...)")
-    query_set = load_query_set(queries, topics=topics)
-    levels = query_set.resolve_levels(level)
-    todo = query_set.queries(levels)
-    if limit:
-        todo = [q for lv in levels for q in [x for x in todo if x.level == lv][:limit]]
-    skipped = query_set.unanswerable()
-    if skipped:
-        say(f"{skipped} of {len(query_set.items)} questions have no topic ids and are left out "
-            "(link them with `adapath dataset topics` and pass --topics)")
-    if not todo:
-        raise InputError(f"{queries}: no question to answer")
-    graph = KnowledgeGraph.load(kg)
-    checksum = graph.checksum()
-    if "bank" in spec.needs and bank is not None:
-        built_on = _bank_checksum(bank)
-        if built_on is not None and built_on != checksum:
-            raise InputError(f"{bank}: this Path-Bank was built on another graph (checksum {built_on[:12]}, "
-                             f"{kg} has {checksum[:12]}); rebuild it with `adapath bank build --kg {kg}`")
-    settings = {"method": method, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
-                "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
-                "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
-    replying = {k: v for k, v in backend_options.items() if k not in PLACEMENT}  # options that change replies
-    if replying:  # absent otherwise, so files made before --llm-option still resume
-        settings["llm_options"] = replying
-
-    for q in todo:
-        missing = graph.index_of(list(q.topic_ids), missing="ignore")
-        if (missing < 0).any():
-            raise InputError(f"question {q.id}: topic id(s) {[t for t, i in zip(q.topic_ids, missing) if i < 0]} "
-                             f"are not in {kg}")
-    runner = None
-    if executor == "ray":
-        from adapath.methods.run_ray import RayAnswerExecutor
-
-        runner = RayAnswerExecutor(ray_address, workers=workers, cpus_per_task=threads_per_worker)
-    # made after every check: on a terminal it starts a live display that only `with bar` ends
-    bar = Progress(None, "answer", unit="questions")
     steps = 0
 
-    def on_step(prompts: int, seconds: float) -> None:
+    def on_step(prompts: int, seconds: float) -> None:  # each LLM step of this process (not Ray's)
         nonlocal steps
         steps += 1
         bar.note(f"LLM call {steps}: {prompts} prompts in {seconds:.1f} s")
 
-    observe = on_step if executor == "local" else None  # Ray workers report per batch only
-
-    def build():  # shipped to Ray workers: it must not hold the progress display
-        backend = make_backend(llm, backend_options, tensor_parallel_size=tensor_parallel)
-        if backend is not None and observe is not None:
-            backend = ObservedBackend(backend, observe)
-        context = MethodContext(graph, kg, backend, encoder, bank, model, params)
-        return spec.make(context)
-
+    run = prepare_answer_run(spec, kg=kg, queries=queries, given=given, topics=topics, bank=bank, model=model,
+                             level=level, limit=limit, llm=llm, llm_options=backend_options,
+                             tensor_parallel=tensor_parallel, encoder=encoder, note=say, observe=on_step)
+    # made after every check: on a terminal it starts a live display that only `with bar` ends
+    bar = Progress(None, "answer", unit="questions")
     with bar:
         try:
-            summary = run_queries(build, todo, out, settings=settings, batch=batch, force=force, executor=runner,
-                                  progress=bar)
+            summary = run_queries(run.worker_spec(), run.queries, out, settings=run.settings, batch=batch,
+                                  force=force, executor=executor, progress=bar)
         except LLMError as exc:
             raise InputError(f"LLM backend failed: {exc}{kept_note(out)}") from None
+        finally:
+            executor.close()
     if not summary.new:
         say(f"{out}: complete already ({summary.already} results, the same settings); nothing written; "
             "--force starts over")

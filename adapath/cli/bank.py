@@ -22,17 +22,6 @@ def _ladder(text: str) -> tuple[int, ...]:
         raise InputError(f"--ladder {text!r}: give corridor sizes as integers, e.g. 150,300,500,1000") from None
 
 
-def _complete_already(out: Path, config, checksum: str, ids: list[str]) -> bool:
-    """Does ``out`` hold a finished bank of these queries, this graph and these parameters?
-    (Then a build would only rewrite what is there.)"""
-    from adapath.bank.store import BankStore, describe_mismatch
-
-    store = BankStore(out)
-    manifest = store.read_manifest()
-    return bool(manifest and manifest.get("complete")
-                and describe_mismatch(store, manifest, config.signature(), checksum, ids) is None)
-
-
 @bank_app.command("build")
 def bank_build(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
@@ -41,7 +30,7 @@ def bank_build(
     level: str = setting_option(BankConfig, "level"),
     device: str = setting_option(BankConfig, "device"),
     batch: int = setting_option(BankConfig, "batch"),
-    executor: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
+    executor_name: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT (as `ray start --head` prints it); without it --executor ray starts a local cluster."),
     workers: int = typer.Option(0, "--workers", help="local: CPU threads for PPR and the per-query path search; ray: batches running at once (0 = every core / every CPU of the cluster)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs (Numba threads) each Ray task asks for."),
@@ -64,10 +53,11 @@ def bank_build(
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
     use_cache_dir(cache_dir)
     from adapath.bank.build import build_bank
-    from adapath.bank.executors import make_executor
-    from adapath.datasets.biostrat import LEVELS, load_records, parse_spec, training_queries
-    from adapath.datasets.specs import refused_under
+    from adapath.bank.store import BankStore
+    from adapath.datasets.biostrat import LEVELS
+    from adapath.datasets.specs import load_training_queries
     from adapath.engine.graph import KnowledgeGraph
+    from adapath.executors import make_executor
     from adapath.progress import Progress
 
     if level not in LEVELS:
@@ -79,20 +69,14 @@ def bank_build(
     config.check()
     if device not in ("cpu", "cuda"):
         raise InputError(f"--device {device!r}: choose cpu or cuda")
-    runner = make_executor(executor, workers=workers, ray_address=ray_address,
-                           threads_per_worker=threads_per_worker, pipeline=pipeline)
-    path = parse_spec(queries)
-    try:
-        training = training_queries(load_records(path))
-    except InputError as exc:
-        raise refused_under("biostrat", path, exc) from None
-    if not training:
-        raise InputError(f"{queries}: no records")
+    executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
+                             threads_per_worker=threads_per_worker, pipeline=pipeline)
+    training = load_training_queries(queries)
     graph = KnowledgeGraph.load(kg)
     checksum = graph.checksum()
     start = time.perf_counter()
     try:
-        if not force and _complete_already(out, config, checksum, [q.id for q in training]):
+        if not force and BankStore(out).complete_for(config.signature(), checksum, [q.id for q in training]):
             say(f"{out}: complete already ({len(training)}/{len(training)} queries, the same graph, queries and "
                 "parameters); nothing written; --force rebuilds it")
             return
@@ -102,10 +86,10 @@ def bank_build(
                     bar.set_total(progress.total, done=progress.resumed_at)
                 bar.update(progress.done)
 
-            progress = build_bank(graph, training, out, config, executor=runner, graph_dir=kg,
+            progress = build_bank(graph, training, out, config, executor=executor, graph_dir=kg,
                                   force=force, on_progress=report, graph_checksum=checksum)
     finally:
-        runner.close()
+        executor.close()
     say(f"wrote {out}: {progress.done}/{progress.total} queries in {time.perf_counter() - start:.1f} s")
 
 

@@ -266,6 +266,25 @@ class KnowledgeGraph:
         return h.hexdigest()
 
     # ------------------------------------------------------------------ persistence
+    def to_arrays(self) -> dict:
+        """The graph as plain values, without a copy: its NumPy and Arrow arrays, its
+        vocabularies and its checksum (so a worker that rebuilds it does not hash it again).
+        What travels to workers (``from_arrays`` rebuilds it there), never a pickle of the graph."""
+        return {**{name: getattr(self, name) for name in _ARRAYS},
+                "names": self.names, "descriptions": self.descriptions,
+                "type_names": self.type_names, "relation_names": self.relation_names,
+                "relation_descriptions": self.relation_descriptions, "checksum": self.checksum()}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> KnowledgeGraph:
+        """The graph ``to_arrays`` gave, over the same arrays (read-only ones stay read-only)."""
+        graph = cls(**{name: arrays[name] for name in _ARRAYS},
+                    names=arrays["names"], descriptions=arrays["descriptions"],
+                    type_names=tuple(arrays["type_names"]), relation_names=tuple(arrays["relation_names"]),
+                    relation_descriptions=tuple(arrays["relation_descriptions"]))
+        graph._checksum = arrays["checksum"]
+        return graph
+
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the graph directory atomically (a temporary directory renamed at the end)."""
         path = Path(path)

@@ -39,12 +39,70 @@ The checks after the first are O(M) per pair instead of O(N).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from adapath.kernels.half import decoded as _decoded
 
 ROWS = 512  # rows per run of the fused full check (a block's rows stay in cache)
+
+
+class LastTerms(NamedTuple):
+    """Each seed column's last term over out-weight as the Numba power iteration holds it
+    mid-run: ``x[c] * inv`` for a push column (``x`` column-major, S x N), its lane of
+    ``xb`` for a dense one (``dense[c]``: block ``block[c]``, lane ``lane[c]``; already
+    divided, times the column's scale: ``unscale`` is its inverse; float32, float64 or
+    binary16 bits). ``inv_blocks``: 1 / out-weight, weight column w at
+    ``[w // lanes, :, w % lanes]``; column c walks with weight column ``weight_of[c]``."""
+
+    x: np.ndarray
+    xb: np.ndarray
+    unscale: np.ndarray
+    inv_blocks: np.ndarray
+    dense: np.ndarray
+    block: np.ndarray
+    lane: np.ndarray
+    weight_of: np.ndarray
+
+
+class SolveState(NamedTuple):
+    """The power iteration mid-run, as the checks read it: a column's partial sum is its
+    row of ``pi`` (S x N) plus, once dense, its lane of ``pi_blocks``; ``pairs`` (P x 2 seed
+    columns: forward, backward) are what is certified."""
+
+    pi: np.ndarray
+    pi_blocks: np.ndarray
+    pairs: np.ndarray
+    last: LastTerms
+
+
+class Rule(NamedTuple):
+    """One check's terms: the residual (1 - eta)^(t+1) after term t (times the half
+    storage's allowance), the corridor sizes (increasing) and the slack."""
+
+    residual: float
+    ladder: np.ndarray
+    slack: float
+
+
+class Shortlist(NamedTuple):
+    """Each pair's candidates from its last full check (P x M node ids, -1 past the end)
+    and ``outside``, the bound on every node off its list."""
+
+    candidates: np.ndarray
+    outside: np.ndarray
+
+
+class _Heaps(NamedTuple):
+    """Per group of rows and listed pair: a min-heap of the M largest ``hi`` (keys, node
+    ids, size) and the largest ``hi`` it left out."""
+
+    keys: np.ndarray
+    ids: np.ndarray
+    sizes: np.ndarray
+    beyond: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -122,10 +180,10 @@ def certify_candidates(f, b, inv_f, inv_b, m_f, m_b, outside, residual, ladder, 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial):
-    """partial[chunk, i]: the largest last term over out-weight of column ``columns[i]``
-    in the rows of one chunk (a dense lane holds it times the column's scale, in float32,
-    float64 or binary16 bits; ``unscale`` undoes the scale)."""
+def last_term_peaks(last, columns, row_chunks, partial):
+    """partial[chunk, i]: the largest last term over out-weight (``LastTerms``) of column
+    ``columns[i]`` in the rows of one chunk."""
+    x, xb, unscale, inv_blocks, dense, block, lane, weight_of = last
     for chunk in prange(row_chunks.shape[0] - 1):
         lo, hi = row_chunks[chunk], row_chunks[chunk + 1]
         for i in range(columns.shape[0]):
@@ -145,8 +203,13 @@ def last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, c
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
-                    candidates, outside, residual, ladder, slack, need):
+def _certify_listed(state, todo, peak, shortlist, rule, need):
+    """need[p]: ``certify_candidates`` of each pair p in ``todo`` on its shortlist."""
+    pi, pi_blocks, pairs = state.pi, state.pi_blocks, state.pairs
+    inv_blocks, dense, block, lane, weight_of = (state.last.inv_blocks, state.last.dense, state.last.block,
+                                                 state.last.lane, state.last.weight_of)
+    candidates, outside = shortlist
+    residual, ladder, slack = rule
     for i in prange(todo.shape[0]):
         p = todo[i]
         cf, cb = pairs[p, 0], pairs[p, 1]
@@ -164,30 +227,37 @@ def _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pa
                                      ladder, slack)
 
 
-def certify_listed(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane, weight_of, pairs, todo,
-                   residual, ladder, slack, row_chunks, candidates, outside):
-    """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
-    full check (``certify_fused``) left in ``candidates`` and ``outside``; the arguments
-    as ``certify_fused``. Reads O(M) values per pair, plus one pass over the last terms
-    for their maxima."""
-    columns = np.unique(pairs[todo].ravel())
+def _last_term_peaks(state: SolveState, todo, row_chunks) -> np.ndarray:
+    """Every seed column's largest last term over out-weight, for the columns of the pairs
+    in ``todo`` (0 for the others)."""
+    columns = np.unique(state.pairs[todo].ravel())
     partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
-    peak = np.zeros(pi.shape[0])
+    last_term_peaks(state.last, columns, row_chunks, partial)
+    peak = np.zeros(state.pi.shape[0])
     peak[columns] = partial.max(axis=0) if len(partial) else 0.0
-    need = np.full(len(pairs), np.nan)
-    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
-                    candidates, outside, residual, ladder, slack, need)
+    return peak
+
+
+def certify_listed(state: SolveState, todo, rule: Rule, row_chunks, shortlist: Shortlist) -> np.ndarray:
+    """``certify_candidates`` for each pair in ``todo`` (others: nan) on the shortlist a
+    full check (``certify_fused``) left; the arguments as ``certify_fused``. Reads O(M)
+    values per pair, plus one pass over the last terms for their maxima."""
+    peak = _last_term_peaks(state, todo, row_chunks)
+    need = np.full(len(state.pairs), np.nan)
+    _certify_listed(state, todo, peak, shortlist, rule, need)
     return need
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
-               groups, keys, ids, sizes, beyond):
+def _list_rows(state, todo, peak, residual, groups, heaps):
     """For each group of rows g and listed pair i: the M nodes of largest ``hi`` among the
     group's rows in a min-heap (keys[g, i], ids[g, i], sizes[g, i]) and the largest ``hi``
     it left out (beyond[g, i]). Rows go in runs of ``ROWS`` so that a block's rows stay in
     cache while every pair reads its lanes."""
+    pi, pi_blocks, pairs = state.pi, state.pi_blocks, state.pairs
+    inv_blocks, dense, block, lane, weight_of = (state.last.inv_blocks, state.last.dense, state.last.block,
+                                                 state.last.lane, state.last.weight_of)
+    keys, ids, sizes, beyond = heaps
     lanes_w = inv_blocks.shape[2]
     size_cap = keys.shape[2]
     for g in prange(groups.shape[0] - 1):
@@ -220,9 +290,11 @@ def _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, 
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside):
+def _merge_lists(heaps, todo, shortlist):
     """Each pair's M nodes of largest ``hi`` over all groups, and the largest ``hi`` of the
     nodes left out (0 if none)."""
+    keys, ids, sizes, beyond = heaps
+    candidates, outside = shortlist
     groups, _, size_cap = keys.shape
     for i in prange(todo.shape[0]):
         total = 0
@@ -247,38 +319,25 @@ def _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside):
         outside[p] = left
 
 
-def certify_fused(pi, pi_blocks, x, xb, unscale, inv_blocks, dense, block, lane, weight_of, pairs, todo,
-                  residual, ladder, slack, row_chunks, candidates, outside, groups=8):
-    """The full check in one pass over the rows for every pair in ``todo``: each pair's
-    shortlist (the M = ``candidates.shape[1]`` nodes of largest ``hi``, M at most N) and the
-    bound on every other node, then ``certify_candidates`` on the list. Sound for the same
-    reason as the shortlist: a node off the list ends at most at its ``hi``, below the
-    bound; if the bound is not below a rung's K-th score the answer is -1 (not certified;
-    a later full check lists again).
-
-    Pairs of seed columns (forward, backward) are read as the Numba power iteration holds
-    them mid-run: a column's partial sum is its row of ``pi`` plus, once dense, its lane of
-    ``pi_blocks``; its last term over out-weight is ``x[c] * inv`` (push) or its lane of
-    ``xb`` (dense, already divided, times the column's scale: ``unscale`` is its inverse).
-    ``inv_blocks``: 1 / out-weight, weight column w at
-    ``[w // lanes, :, w % lanes]``. ``candidates`` (P x M) and ``outside`` (P) receive each
-    checked pair's list."""
-    n = pi.shape[1]
-    size_cap = candidates.shape[1]
+def certify_fused(state: SolveState, todo, rule: Rule, row_chunks, shortlist: Shortlist,
+                  groups: int = 8) -> np.ndarray:
+    """The full check in one pass over the rows for every pair in ``todo`` (of
+    ``state.pairs``; others: nan): each pair's shortlist (the M =
+    ``shortlist.candidates.shape[1]`` nodes of largest ``hi``, M at most N) and the bound on
+    every other node, then ``certify_candidates`` on the list. Sound for the same reason as
+    the shortlist: a node off the list ends at most at its ``hi``, below the bound; if the
+    bound is not below a rung's K-th score the answer is -1 (not certified; a later full
+    check lists again). ``shortlist`` (P x M candidates, P outside) receives each checked
+    pair's list; ``row_chunks``: row boundaries for the pass over the last terms."""
+    n = state.pi.shape[1]
+    size_cap = shortlist.candidates.shape[1]
     cuts = np.unique(np.linspace(0, n, groups + 1).astype(np.int64))
-    keys = np.empty((len(cuts) - 1, len(todo), size_cap))
-    ids = np.empty((len(cuts) - 1, len(todo), size_cap), dtype=np.int64)
-    sizes = np.zeros((len(cuts) - 1, len(todo)), dtype=np.int64)
-    beyond = np.zeros((len(cuts) - 1, len(todo)))
-    columns = np.unique(pairs[todo].ravel())
-    partial = np.empty((row_chunks.shape[0] - 1, len(columns)))
-    last_term_peaks(x, xb, unscale, inv_blocks, dense, block, lane, weight_of, columns, row_chunks, partial)
-    peak = np.zeros(pi.shape[0])
-    peak[columns] = partial.max(axis=0) if len(partial) else 0.0
-    _list_rows(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak, residual,
-               cuts, keys, ids, sizes, beyond)
-    _merge_lists(keys, ids, sizes, beyond, todo, candidates, outside)
-    need = np.full(len(pairs), np.nan)
-    _certify_listed(pi, pi_blocks, inv_blocks, dense, block, lane, weight_of, pairs, todo, peak,
-                    candidates, outside, residual, ladder, slack, need)
+    heaps = _Heaps(np.empty((len(cuts) - 1, len(todo), size_cap)),
+                   np.empty((len(cuts) - 1, len(todo), size_cap), dtype=np.int64),
+                   np.zeros((len(cuts) - 1, len(todo)), dtype=np.int64), np.zeros((len(cuts) - 1, len(todo))))
+    peak = _last_term_peaks(state, todo, row_chunks)
+    _list_rows(state, todo, peak, rule.residual, cuts, heaps)
+    _merge_lists(heaps, todo, shortlist)
+    need = np.full(len(state.pairs), np.nan)
+    _certify_listed(state, todo, peak, shortlist, rule, need)
     return need

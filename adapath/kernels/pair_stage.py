@@ -31,6 +31,8 @@ the caller and reused batch after batch.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -41,6 +43,50 @@ from adapath.kernels.yen import _yen_flat
 
 FALLBACKS = ("", "ladder", "bounded-search", "unreachable")  # a corridor's fallback, by code
 FIRST_RUNG, LADDER, BOUNDED_SEARCH, UNREACHABLE = 0, 1, 2, 3
+
+
+class Scratch(NamedTuple):
+    """One worker's arrays of the graph's size: a node map (all -1 between uses), BFS depths
+    from the topic and from the answer, and two BFS queues."""
+
+    local_of: np.ndarray
+    from_topic: np.ndarray
+    from_answer: np.ndarray
+    frontier: np.ndarray
+    nxt: np.ndarray
+
+
+class CorridorGraph(NamedTuple):
+    """A corridor with Eq. 5 costs: the local CSR over the cheapest edge of each node pair
+    (``indptr``, ``indices``, ``cost``) and every half-edge's key ``src * n + dst``, cost and
+    relation, sorted by (key, cost, relation)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    cost: np.ndarray
+    edge_keys: np.ndarray
+    edge_cost: np.ndarray
+    edge_relation: np.ndarray
+
+
+class SignatureKeys(NamedTuple):
+    """What a typed signature compares: the corridor's global ``nodes``, the graph's
+    ``node_type`` and each type's and relation's first code of the same name."""
+
+    nodes: np.ndarray
+    node_type: np.ndarray
+    type_key: np.ndarray
+    rel_key: np.ndarray
+
+
+class BinRows(NamedTuple):
+    """The output rows per slot: hop, rank, cost, global nodes and relations."""
+
+    hop: np.ndarray
+    rank: np.ndarray
+    cost: np.ndarray
+    nodes: np.ndarray
+    relations: np.ndarray
 
 
 # ------------------------------------------------------------------------ the corridor
@@ -67,11 +113,11 @@ def _induced(indptr, indices, nodes, local_of):
 
 
 @njit(cache=True, nogil=True)
-def _bounded_search(indptr, indices, rho, topic, answer, max_hop, cap, from_topic, from_answer,
-                    frontier, nxt):
+def _bounded_search(indptr, indices, rho, topic, answer, max_hop, cap, scratch):
     """The nodes on shortest topic-answer paths within ``max_hop`` hops (the ``cap`` of
     largest rho, ties by node index, plus one shortest path taken greedily by rho), sorted;
     and whether there is one."""
+    from_topic, from_answer, frontier, nxt = scratch.from_topic, scratch.from_answer, scratch.frontier, scratch.nxt
     bfs_depths_into(indptr, indices, topic, max_hop, from_topic, frontier, nxt)
     distance = from_topic[answer]
     if distance < 0:
@@ -109,30 +155,26 @@ def _bounded_search(indptr, indices, rho, topic, answer, max_hop, cap, from_topi
 
 
 @njit(cache=True, nogil=True)
-def _corridor(indptr, indices, rho, order, topic, answer, ladder, max_hop, local_of, from_topic,
-              from_answer, frontier, nxt):
+def _corridor(indptr, indices, rho, order, topic, answer, ladder, max_hop, scratch):
     """(nodes, induced src, dst, half-edge, K, fallback code) of one pair's corridor."""
     for rung in range(ladder.shape[0]):
         nodes = _members(order, ladder[rung], topic, answer)
-        src, dst, edge = _induced(indptr, indices, nodes, local_of)
+        src, dst, edge = _induced(indptr, indices, nodes, scratch.local_of)
         s = np.searchsorted(nodes, topic)
         t = np.searchsorted(nodes, answer)
         if reaches(src, dst, nodes.shape[0], s, t):
             return nodes, src, dst, edge, ladder[rung], FIRST_RUNG if rung == 0 else LADDER
-    nodes, found = _bounded_search(indptr, indices, rho, topic, answer, max_hop, ladder[-1], from_topic,
-                                   from_answer, frontier, nxt)
+    nodes, found = _bounded_search(indptr, indices, rho, topic, answer, max_hop, ladder[-1], scratch)
     if not found:
         empty = np.zeros(0, dtype=np.int64)
         return nodes, empty, empty, empty, 0, UNREACHABLE
-    src, dst, edge = _induced(indptr, indices, nodes, local_of)
+    src, dst, edge = _induced(indptr, indices, nodes, scratch.local_of)
     return nodes, src, dst, edge, 0, BOUNDED_SEARCH
 
 
 @njit(cache=True, nogil=True)
 def _corridor_graph(nodes, src, dst, edge, rel, a, b, column, rho, alpha):
-    """The corridor with Eq. 5 costs: (indptr, indices, cost) of the local CSR over the
-    cheapest edge of each node pair, and every half-edge's key ``src * n + dst``, cost and
-    relation, sorted by (key, cost, relation)."""
+    """The corridor with Eq. 5 costs (``CorridorGraph``)."""
     n = nodes.shape[0]
     m = src.shape[0]
     top = -np.inf
@@ -171,7 +213,7 @@ def _corridor_graph(nodes, src, dst, edge, rel, a, b, column, rho, alpha):
             j += 1
     for u in range(n):
         indptr[u + 1] += indptr[u]
-    return indptr, indices, local_cost, edge_keys, edge_cost, edge_relation
+    return CorridorGraph(indptr, indices, local_cost, edge_keys, edge_cost, edge_relation)
 
 
 # ------------------------------------------------------------------------ found paths
@@ -297,8 +339,9 @@ def _add_sequences(found, path, edge_keys, edge_cost, edge_relation, n, cap):
 
 
 @njit(cache=True, nogil=True)
-def _same_signature(found, i, j, nodes, node_type, type_key, rel_key):
+def _same_signature(found, i, j, keys):
     """Whether found paths i and j have the same typed signature (types and relations)."""
+    nodes, node_type, type_key, rel_key = keys
     path_nodes, rels, offsets, _, _ = found
     length = offsets[i + 1] - offsets[i]
     if offsets[j + 1] - offsets[j] != length:
@@ -315,9 +358,10 @@ def _same_signature(found, i, j, nodes, node_type, type_key, rel_key):
 
 # ------------------------------------------------------------------------ the searches
 @njit(cache=True, nogil=True)
-def _yen_paths(indptr, indices, cost, edge_keys, edge_cost, edge_relation, s, t, k, cap):
-    """Yen's k cheapest simple s-t node paths, each with its ``cap`` cheapest relation
-    sequences."""
+def _yen_paths(local, s, t, k, cap):
+    """Yen's k cheapest simple s-t node paths in the corridor graph ``local``, each with its
+    ``cap`` cheapest relation sequences."""
+    indptr, indices, cost, edge_keys, edge_cost, edge_relation = local
     n = indptr.shape[0] - 1
     found = _no_paths()
     _, offsets, flat = _yen_flat(indptr, indices, cost, s, t, k)
@@ -332,11 +376,12 @@ def _yen_paths(indptr, indices, cost, edge_keys, edge_cost, edge_relation, s, t,
 
 
 @njit(cache=True, nogil=True)
-def _hop_bounded_paths(indptr, indices, cost, edge_keys, edge_cost, edge_relation, nodes, node_type,
-                       type_key, rel_key, s, t, max_hop, per_hop, pool, cap):
-    """The cheapest simple s-t paths of each exact hop count 1..max_hop: Yen over the layered
-    graph of (node, depth) copies, up to ``pool`` walks per hop count, stopping once
-    ``per_hop`` signatures cost no more than the walk."""
+def _hop_bounded_paths(local, keys, s, t, max_hop, per_hop, pool, cap):
+    """The cheapest simple s-t paths of each exact hop count 1..max_hop in the corridor
+    graph ``local``: Yen over the layered graph of (node, depth) copies, up to ``pool``
+    walks per hop count, stopping once ``per_hop`` signatures (``keys``) cost no more than
+    the walk."""
+    indptr, indices, cost, edge_keys, edge_cost, edge_relation = local
     n = indptr.shape[0] - 1
     found = _no_paths()
     for h in range(1, max_hop + 1):
@@ -388,7 +433,7 @@ def _hop_bounded_paths(indptr, indices, cost, edge_keys, edge_cost, edge_relatio
             for f in range(before, found[4]):
                 match = -1
                 for q in range(signatures):
-                    if _same_signature(found, f, signature_path[q], nodes, node_type, type_key, rel_key):
+                    if _same_signature(found, f, signature_path[q], keys):
                         match = q
                         break
                 if match < 0:
@@ -404,11 +449,12 @@ def _hop_bounded_paths(indptr, indices, cost, edge_keys, edge_cost, edge_relatio
 
 # ------------------------------------------------------------------------ hop bins
 @njit(cache=True, nogil=True)
-def _write_bins(found, nodes, node_type, type_key, rel_key, per_hop, max_hop, slot, out_hop, out_rank,
-                out_cost, out_nodes, out_relations):
+def _write_bins(found, keys, per_hop, max_hop, slot, rows):
     """Bin the found paths by hop count (cheapest first, ties in the order found; one per
-    signature, ``per_hop`` per hop count) and write them as rows of ``slot``, hop by hop,
-    global node indices. Returns the row count."""
+    signature (``keys``), ``per_hop`` per hop count) and write them as ``rows`` of ``slot``,
+    hop by hop, global node indices. Returns the row count."""
+    nodes = keys.nodes
+    out_hop, out_rank, out_cost, out_nodes, out_relations = rows
     path_nodes, rels, offsets, costs, count = found
     hops = np.empty(count, dtype=np.int64)
     for i in range(count):
@@ -424,7 +470,7 @@ def _write_bins(found, nodes, node_type, type_key, rel_key, per_hop, max_hop, sl
             continue
         duplicate = False
         for q in range(kept_count[h]):
-            if _same_signature(found, i, kept[h, q], nodes, node_type, type_key, rel_key):
+            if _same_signature(found, i, kept[h, q], keys):
                 duplicate = True
                 break
         if not duplicate:
@@ -452,13 +498,12 @@ def _one_pair(i, graph, weights, ranking, search, scratch, out):
     a, b, columns = weights
     topics, answers, rho, order, slots = ranking
     (ladder, max_hop, alpha, hop_bounded, k_paths, pool, per_hop, sequences, first_rung_only) = search
-    local_of, from_topic, from_answer, frontier, nxt = scratch
     out_count, out_hop, out_rank, out_cost, out_nodes, out_relations, out_k, out_fallback, out_climbed, \
         out_seconds = out
     slot, topic, answer = slots[i], topics[i], answers[i]
     clock = monotonic_ns()
     nodes, src, dst, edge, k, fallback = _corridor(indptr, indices, rho[i], order[i], topic, answer, ladder,
-                                                   max_hop, local_of, from_topic, from_answer, frontier, nxt)
+                                                   max_hop, scratch)
     out_k[slot], out_fallback[slot], out_count[slot] = k, fallback, 0
     # certified first rung: a corridor that climbs is built again from a solve certified at
     # every rung (the caller's), unless no path can join the pair
@@ -469,19 +514,16 @@ def _one_pair(i, graph, weights, ranking, search, scratch, out):
     local = _corridor_graph(nodes, src, dst, edge, rel, a, b, columns[i], rho[i], alpha)
     split = monotonic_ns()
     out_seconds[slot, 0] += (split - clock) * 1e-9
-    local_indptr, local_indices, local_cost, edge_keys, edge_cost, edge_relation = local
     s = np.searchsorted(nodes, topic)
     t = np.searchsorted(nodes, answer)
     if s != t:
+        keys = SignatureKeys(nodes, node_type, type_key, rel_key)
         if hop_bounded:
-            found = _hop_bounded_paths(local_indptr, local_indices, local_cost, edge_keys, edge_cost,
-                                       edge_relation, nodes, node_type, type_key, rel_key, s, t, max_hop,
-                                       per_hop, pool, sequences)
+            found = _hop_bounded_paths(local, keys, s, t, max_hop, per_hop, pool, sequences)
         else:
-            found = _yen_paths(local_indptr, local_indices, local_cost, edge_keys, edge_cost, edge_relation,
-                               s, t, k_paths, sequences)
-        out_count[slot] = _write_bins(found, nodes, node_type, type_key, rel_key, per_hop, max_hop, slot,
-                                      out_hop, out_rank, out_cost, out_nodes, out_relations)
+            found = _yen_paths(local, s, t, k_paths, sequences)
+        out_count[slot] = _write_bins(found, keys, per_hop, max_hop, slot,
+                                      BinRows(out_hop, out_rank, out_cost, out_nodes, out_relations))
     out_seconds[slot, 1] += (monotonic_ns() - split) * 1e-9
 
 
@@ -504,7 +546,7 @@ def pair_stage(graph, weights, ranking, search, scratch, out, workers):
     items = ranking[0].shape[0]
     for worker in prange(workers):
         local_of, from_topic, from_answer, frontier, nxt = scratch
-        mine = (local_of[worker], from_topic[worker], from_answer[worker], frontier[worker], nxt[worker])
+        mine = Scratch(local_of[worker], from_topic[worker], from_answer[worker], frontier[worker], nxt[worker])
         while True:
             i = take_next(counter)
             if i >= items:

@@ -43,7 +43,8 @@ column-major ``(S, N)``, so that each column the caller reads is contiguous.
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -51,9 +52,20 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from adapath.kernels.certify import certify_fused, certify_listed, last_term_peaks
+from adapath.kernels.certify import (
+    LastTerms,
+    Rule,
+    Shortlist,
+    SolveState,
+    certify_fused,
+    certify_listed,
+    last_term_peaks,
+)
+from adapath.kernels.csr import CSR
 from adapath.kernels.half import HALF, half_scales
 from adapath.kernels.half import encoded as _encoded
+from adapath.kernels.series import Certification, Series
+from adapath.kernels.workspace import work_array
 
 LANES = 32  # seed columns per dense block (measured best with prefetching)
 HALF_LANES = 64  # ... when stored in half precision: paired, a row is the same 3 cache lines
@@ -62,13 +74,6 @@ PREFETCH = 16  # half-edges ahead whose gathered row is prefetched
 LINE = 64  # bytes per cache line
 CHUNKS = 256  # row chunks of equal work per block
 ROWS = 512  # rows per chunk where every row costs the same
-
-
-def series_terms(eta: float, tol: float) -> int:
-    """Smallest K with (1 - eta)^(K + 1) <= tol: the terms x_0 .. x_K to sum."""
-    if tol >= 1.0:
-        return 0
-    return max(0, math.ceil(math.log(tol) / math.log(1.0 - eta)) - 1)
 
 
 def work_chunks(indptr: np.ndarray, chunks: int = CHUNKS) -> np.ndarray:
@@ -103,40 +108,12 @@ def weight_columns(weight_of, seeds: int, weights: int) -> np.ndarray:
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _zero(flat, chunk):
-    for i in prange(-(-flat.shape[0] // chunk)):
-        flat[i * chunk:min(flat.shape[0], (i + 1) * chunk)] = 0
-
-
-@njit(parallel=True, cache=True, nogil=True)
 def _transpose(source, out, row_chunks):
     """out (W, N) = source (N, W), a chunk of rows at a time (its rows stay in cache)."""
     for chunk in prange(row_chunks.shape[0] - 1):
         for w in range(source.shape[1]):
             for v in range(row_chunks[chunk], row_chunks[chunk + 1]):
                 out[w, v] = source[v, w]
-
-
-def work_array(workspace: dict | None, name: str, shape, dtype=np.float64, zero: bool = False,
-               empty=np.empty) -> np.ndarray:
-    """An array of ``shape`` for one solve's own use, taken from ``workspace`` (a dict kept
-    across solves) when it holds one big enough, else allocated there. Fresh memory costs a
-    page fault per page on first touch, which on a virtual machine with transparent huge
-    pages can cost more than the sweep that fills it; reused pages are already mapped.
-    ``zero``: cleared first. Without a workspace: a new array. ``empty(size, dtype=)``
-    allocates (pinned host memory for the GPU's copies: ``cupyx.empty_pinned``)."""
-    if workspace is None:
-        array = empty(math.prod(shape), dtype=dtype).reshape(shape)
-        if zero:
-            array[...] = 0
-        return array
-    size = math.prod(shape)
-    flat = workspace.get(name)
-    if flat is None or flat.dtype != np.dtype(dtype) or flat.size < size:
-        flat = workspace[name] = empty(size, dtype=dtype)
-    if zero:
-        _zero(flat[:size], 1 << 16)  # both cores: one memset is slower than the sweep it precedes
-    return flat[:size].reshape(shape)
 
 
 def to_blocks(matrix: np.ndarray, lanes: int, columns: np.ndarray | None = None,
@@ -285,9 +262,10 @@ def _run_end(rel, k, hi):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
+def _inverse_out_weights(csr, a, b, bounds, inv, scratch):
     """inv[t, u, j] = 1 / out (0 where out is 0), out = the sum of w over u's half-edges =
     sum b[v] + sum a[r] + deg(u) * b[u]."""
+    indptr, indices, rel = csr
     blocks, n, lanes = inv.shape
     chunks = bounds.shape[0] - 1
     for job in prange(blocks * chunks):
@@ -317,12 +295,13 @@ def _inverse_out_weights(indptr, indices, rel, a, b, bounds, inv, scratch):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _step(indptr, indices, rel, a, b, inv_out, xb, xb_next, pi, gain, bounds, scratch, active, last):
+def _step(csr, a, b, inv_out, xb, xb_next, pi, gain, bounds, scratch, active, last):
     """One dense term for the lanes of every active block: y = P x from xb (xt | b), then
     pi += gain[t, lane] * y and, unless ``last``, the xt part of xb_next = y * inv_out of the
     lane's slot (stored as xb stores it: a lane holds its column's xt times the column's
     fixed power-of-two scale, which ``gain`` divides back out). y lives one row at a time
     in ``scratch``; xb is read while xb_next is written."""
+    indptr, indices, rel = csr
     blocks, n, lanes = pi.shape
     slots = a.shape[2]
     halves = lanes // slots
@@ -382,12 +361,13 @@ def _push_work(indptr, x, columns):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _push(indptr, indices, rel, a, b, inv_out, weight_of, x, y, pi, scale, columns):
+def _push(csr, a, b, inv_out, weight_of, x, y, pi, scale, columns):
     """For each listed column c: y[c] = P x[c] by scattering from x[c]'s nonzero entries,
     then pi[c] += scale * y[c]. No mass reaches a node without out-weight (its edges all
     weigh 0) unless it starts there, and such seeds never come here.
     ``a`` (R x W) and ``b`` (W x N, column-major so that one column's scattered reads stay
     in cache) are per weight column; ``inv_out`` is in weight blocks."""
+    indptr, indices, rel = csr
     n = x.shape[1]
     lanes = inv_out.shape[2]
     for i in prange(columns.shape[0]):
@@ -472,16 +452,16 @@ def _reset_blocks(xb, b_low, bounds):
                     xb[t, v, lanes + j] = _encoded(b_low[t, v, j], xb)
 
 
-def inverse_out_weights(indptr, indices, rel, a, b, bounds=None, workspace=None) -> np.ndarray:
+def inverse_out_weights(csr: CSR, a, b, bounds=None, workspace=None) -> np.ndarray:
     """1 / out-weight of every node for every weight column (0 where a node has none), in
     blocks: weight column w at ``[w // lanes, :, w % lanes]``."""
     blocks, lanes = block_layout(a.shape[1])
     shape = (blocks, np.asarray(b).shape[0], lanes)
     b_blocks = to_blocks(np.asarray(b), lanes, out=work_array(workspace, "b_blocks", shape))
     inv = work_array(workspace, "inv_out", shape)
-    bounds = work_chunks(indptr) if bounds is None else bounds
+    bounds = work_chunks(csr.indptr) if bounds is None else bounds
     scratch = np.empty((b_blocks.shape[0] * (bounds.shape[0] - 1), lanes))
-    _inverse_out_weights(indptr, indices, rel, to_blocks(np.asarray(a), lanes), b_blocks, bounds, inv, scratch)
+    _inverse_out_weights(csr, to_blocks(np.asarray(a), lanes), b_blocks, bounds, inv, scratch)
     return inv
 
 
@@ -502,9 +482,26 @@ def _regroup(source, columns, out):
                     out[t, u, j] = 0.0
 
 
-def dense_layout(weight_of: np.ndarray, weights: int, capacity: int = LANES):
-    """Place seed columns in dense blocks. Returns (halves, slots per block, blocks, weight
-    column of each slot (-1 empty), block of each column, lane of each column).
+class DenseLayout(NamedTuple):
+    """Where the dense terms keep the seed columns: ``blocks`` blocks of ``halves`` halves of
+    ``slots`` lanes (lane ``h * slots + j`` walks with slot j's weights); slot s of the whole
+    layout holds weight column ``slot_weight[s]`` (-1: empty); column c sits in block
+    ``block[c]``, lane ``lane[c]``."""
+
+    halves: int
+    slots: int
+    blocks: int
+    slot_weight: np.ndarray
+    block: np.ndarray
+    lane: np.ndarray
+
+    @property
+    def lanes(self) -> int:
+        return self.halves * self.slots
+
+
+def dense_layout(weight_of: np.ndarray, weights: int, capacity: int = LANES) -> DenseLayout:
+    """Place seed columns in dense blocks.
 
     Columns that share a weight column go two to a slot (one per half) when that moves
     fewer bytes per half-edge than a slot each (3 values per slot against 2 per column):
@@ -525,19 +522,286 @@ def dense_layout(weight_of: np.ndarray, weights: int, capacity: int = LANES):
         slot_weight[s] = w
         for h, c in enumerate(cols):
             block[c], lane[c] = s // slots, h * slots + s % slots
-    return halves, slots, blocks, slot_weight, block, lane
+    return DenseLayout(halves, slots, blocks, slot_weight, block, lane)
 
 
-def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_iter=200,
-                    mixed_precision=True, push_fraction=0.05, bounds=None, weight_of=None,
-                    pairs=None, ladder=None, slack=0.0, stopped=None, certify_from=5, shortlist=512,
-                    workspace=None, keep=True, half=False):
-    """PPR for every seed with L1 error <= tol. Returns (pi N x S, terms, error bound).
+class DenseTerms(NamedTuple):
+    """How the dense terms run: in float32 (``mixed_precision``; float64 without), their xt
+    and b stored in binary16 (``half``); a column turns dense once its push would touch more
+    than ``push_fraction`` of the half-edges."""
 
-    Dense terms run in float32 (``mixed_precision``; float64 without). ``half``: their xt and
-    b are stored in binary16 and widened to float32 as they are read, so a row of 32
-    paired columns is as long as one of 16 in float32 and a term gathers half the bytes;
-    each column's xt is kept times a power of two (``half_scales``) that holds it in
+    mixed_precision: bool = True
+    half: bool = False
+    push_fraction: float = 0.05
+
+    @property
+    def stored(self):
+        """The type xb stores: binary16 bits, float32 or float64."""
+        return HALF if self.half else np.float32 if self.mixed_precision else np.float64
+
+    @property
+    def accumulated(self):
+        """The type of the segment kernels' y and coefficients, and of the dense sums."""
+        return np.float32 if self.half else self.stored
+
+    @property
+    def capacity(self) -> int:
+        """Lanes a block may hold."""
+        return HALF_LANES if self.half else LANES
+
+
+@dataclass
+class _DenseBlocks:
+    """The dense terms' arrays in one layout: each slot's ``a``, ``b`` and ``inv`` (1 /
+    out-weight) in the accumulated type, ``xb`` (a row: xt of every lane as stored, then b
+    of every slot) and ``xb_next`` (the term being written), the lanes' partial sums
+    ``pi``, the sweep's ``scratch`` and the ``active`` blocks (with a lane still running)."""
+
+    layout: DenseLayout
+    a: np.ndarray
+    b: np.ndarray
+    inv: np.ndarray
+    xb: np.ndarray
+    xb_next: np.ndarray
+    pi: np.ndarray
+    scratch: np.ndarray
+    active: np.ndarray
+
+
+class _Certifier:
+    """The certified early exit across the terms of a solve (``adapath.kernels.certify``):
+    which pairs have stopped and at which term, when each is checked next, and the shortlist
+    each pair's last full check left."""
+
+    def __init__(self, certification: Certification, n: int, series: Series, half: bool):
+        self.pairs = np.ascontiguousarray(certification.pairs, dtype=np.int64).reshape(-1, 2)
+        self.ladder = np.ascontiguousarray(certification.ladder, dtype=np.int64)
+        self.slack, self.first = certification.slack, certification.certify_from
+        self.eta, self.terms, self.half = series.eta, series.terms, half
+        count = len(self.pairs)
+        self.done = np.zeros(count, dtype=bool)
+        self.stopped = np.full(count, self.terms, dtype=np.int64)  # the term each pair stopped at
+        self.next_check = np.zeros(count)  # the term of each pair's next full check
+        self.listed = np.zeros(count, dtype=bool)  # whether its shortlist is current
+        size = min(n, max(certification.shortlist, 4 * int(self.ladder[-1])))
+        self.shortlist = Shortlist(np.full((count, size), -1, dtype=np.int64), np.full(count, np.inf))
+
+    def due(self, term: int) -> bool:
+        """Whether any pair is checked after ``term``: a listed one every term, another at
+        its next full check, from term ``certify_from`` to the last but one."""
+        return (self.first <= term < self.terms
+                and bool(np.any(~self.done & (self.listed | (self.next_check <= term)))))
+
+    def check(self, term: int, state: SolveState, row_chunks: np.ndarray) -> np.ndarray:
+        """Check the pairs due after ``term``; returns which seed columns a pair that has not
+        stopped still needs."""
+        full = np.flatnonzero(~self.done & ~self.listed & (self.next_check <= term))
+        short = np.flatnonzero(~self.done & self.listed)  # cheap: every term
+        todo = np.union1d(full, short)
+        # half storage: each stored value, and the b a term reads, may be 2^-11 off, so a
+        # later term's xt may exceed the stored maximum by that much per term
+        residual = (1.0 - self.eta) ** (term + 1) * ((1.0 + 2.0 ** -10) ** (self.terms - term) if self.half else 1.0)
+        rule = Rule(residual, self.ladder, self.slack)
+        need = np.full(len(self.pairs), np.nan)
+        if len(short):
+            need[short] = certify_listed(state, short, rule, row_chunks, self.shortlist)[short]
+            stale = short[need[short] < 0.0]  # the list's outside bound is too loose
+            self.listed[stale] = False
+            self.next_check[stale] = term + 1
+        if len(full):
+            need[full] = certify_fused(state, full, rule, row_chunks, self.shortlist)[full]
+            self.listed[full] = need[full] >= 0.0  # -1: the list is too short yet
+            # the residual shrinks by (1 - eta) a term (and the sums near the boundary grow):
+            # check again a term before the residual alone would pass; a tie at a boundary
+            # never passes
+            wait = np.log(np.maximum(need[full], 1.0)) / -np.log(1.0 - self.eta)
+            self.next_check[full] = term + np.maximum(1, np.floor(np.minimum(wait, self.terms)) - 1)
+        ok = need == 0.0
+        self.stopped[todo[ok[todo]]] = term
+        self.done |= ok
+        needed = np.zeros(state.pi.shape[0], dtype=bool)
+        needed[self.pairs[~self.done].ravel()] = True
+        return needed
+
+
+class _Iteration:
+    """One call of ``power_iteration``: its fixed inputs, the state that changes term by
+    term, and a method for each piece of a term."""
+
+    def __init__(self, csr: CSR, a, b, seeds, weight_of, series: Series, dense: DenseTerms, bounds,
+                 workspace: dict | None, keep: bool):
+        n = csr.indptr.shape[0] - 1
+        self.csr, self.series, self.dense, self.workspace = csr, series, dense, workspace
+        self.weights = a.shape[1]
+        seeds = np.ascontiguousarray(seeds, dtype=np.int64)
+        count = seeds.shape[0]
+        self.weight_of = weight_columns(weight_of, count, self.weights)
+        self.bounds = work_chunks(csr.indptr) if bounds is None else bounds
+        self.row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
+        self.a = np.ascontiguousarray(a, dtype=np.float64)
+        self.b_rows = np.ascontiguousarray(b, dtype=np.float64)
+        self.b_cols = work_array(workspace, "b_cols", self.b_rows.T.shape)
+        _transpose(self.b_rows, self.b_cols, self.row_chunks)
+        self.inv_weights = inverse_out_weights(csr, self.a, b, self.bounds, workspace)  # once per weight column
+        self.layout = dense_layout(self.weight_of, self.weights, dense.capacity)
+        self.blocks: _DenseBlocks | None = None  # made when the first column turns dense
+        # each column's scale in the dense layout (1 unless stored in half), fixed when it
+        # leaves the push phase; a stored value means xt * scale
+        self.column_scale = np.ones(count)
+        columns = np.arange(count)
+        self.x = work_array(workspace, "x0", (count, n), zero=True)  # push phase, column-major
+        self.x[columns, seeds] = 1.0
+        self.spare = "x1"  # the push terms alternate between two arrays
+        # A seed without out-weight (isolated, or all its edges weigh 0) keeps all its mass:
+        # its PPR is exactly its indicator.
+        weight_lanes = self.inv_weights.shape[2]
+        self.stuck = self.inv_weights[self.weight_of // weight_lanes, seeds, self.weight_of % weight_lanes] == 0.0
+        self.pi = np.zeros((count, n)) if keep else work_array(workspace, "pi", (count, n), zero=True)
+        self.pi[columns, seeds] = np.where(self.stuck, 1.0, series.eta)
+        self.sparse = ~self.stuck
+        self.finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
+        self.laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
+        self.relayouts = 0
+
+    def run(self, certifier: _Certifier | None) -> np.ndarray:
+        """Every term; returns pi (S x N) with the dense terms' share added."""
+        eta, terms = self.series.eta, self.series.terms
+        scale = eta
+        limit = self.dense.push_fraction * self.csr.indices.shape[0]
+        for term in range(1, terms + 1):
+            scale *= 1.0 - eta
+            pushing = np.flatnonzero(self.sparse & ~self.finished)
+            leaving = pushing[:0]
+            if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
+                leaving = pushing[_push_work(self.csr.indptr, self.x, pushing) >= limit]
+            if len(leaving):
+                self._enter_dense(leaving)
+                pushing = np.flatnonzero(self.sparse & ~self.finished)
+            if len(pushing):
+                self._push_term(pushing, scale)
+            if self.blocks is not None and self.blocks.active.any():
+                self._dense_term(scale, last=term == terms)
+            if certifier is not None and certifier.due(term):
+                needed = certifier.check(term, self._state(certifier.pairs), self.row_chunks)
+                newly = np.flatnonzero(~needed & ~self.finished)
+                if len(newly):
+                    self._stop(newly)
+        if self.blocks is not None:
+            _add_blocks(self.pi, self.blocks.pi, self.layout.block, self.layout.lane, np.flatnonzero(self.laid_out),
+                        self.row_chunks)
+        return self.pi
+
+    def _dense_blocks(self, layout: DenseLayout, xb_name: str, pi_name: str) -> _DenseBlocks:
+        """The dense arrays of ``layout``, taken from the workspace: xb (and its next term) and
+        pi under the names given, each slot's b and 1 / out-weight under fixed names (the
+        layout they replace reads neither again); xb and xb_next hold zero lanes and b."""
+        n, ws = self.b_rows.shape[0], self.workspace
+        stored, accumulated = self.dense.stored, self.dense.accumulated
+        shape = (layout.blocks, n, layout.slots)
+        a_low = to_blocks(self.a, layout.slots, layout.slot_weight, accumulated)
+        b_low = to_blocks(self.b_rows, layout.slots, layout.slot_weight, accumulated,
+                          out=work_array(ws, "b_low", shape, accumulated))
+        inv_low = work_array(ws, "inv_low", shape, accumulated)
+        _regroup(self.inv_weights, layout.slot_weight, inv_low)
+        pi_blocks = work_array(ws, pi_name, (layout.blocks, n, layout.lanes), accumulated, zero=True)
+        xb = work_array(ws, xb_name, (layout.blocks, n, layout.lanes + layout.slots), stored)
+        xb_next = work_array(ws, xb_name + "_next", xb.shape, stored)
+        for target in (xb, xb_next):  # b: constant across terms
+            _reset_blocks(target, b_low, self.row_chunks)
+        scratch = np.empty((layout.blocks * (self.bounds.shape[0] - 1), 2, layout.lanes), dtype=accumulated)
+        return _DenseBlocks(layout, a_low, b_low, inv_low, xb, xb_next, pi_blocks, scratch,
+                            np.zeros(layout.blocks, dtype=bool))
+
+    def _last_terms(self) -> LastTerms:
+        xb = self.blocks.xb if self.blocks is not None else np.zeros((1, 1, 1), dtype=self.dense.stored)
+        return LastTerms(self.x, xb, 1.0 / self.column_scale, self.inv_weights, ~self.sparse & ~self.stuck,
+                         self.layout.block, self.layout.lane, self.weight_of)
+
+    def _state(self, pairs: np.ndarray) -> SolveState:
+        pi_blocks = self.blocks.pi if self.blocks is not None else np.zeros((1, 1, 1))
+        return SolveState(self.pi, pi_blocks, pairs, self._last_terms())
+
+    def _enter_dense(self, leaving: np.ndarray) -> None:
+        """Move the ``leaving`` push columns into their lanes (x still holds their last
+        term): in half precision, each with the scale that keeps its xt in range."""
+        if self.blocks is None:
+            self.blocks = self._dense_blocks(self.layout, "xb", "pi_blocks")
+        if self.dense.half:
+            partial = np.empty((self.row_chunks.shape[0] - 1, len(leaving)))
+            # the leaving columns still push: their peak is that of x * inv
+            last_term_peaks(self._last_terms(), leaving, self.row_chunks, partial)
+            self.column_scale[leaving] = half_scales(partial.max(axis=0))
+        layout = self.layout
+        _to_lanes(self.x, self.blocks.inv, layout.block, layout.lane, leaving, self.column_scale, self.blocks.xb,
+                  self.row_chunks)
+        self.sparse[leaving] = False
+        self.blocks.active[layout.block[leaving]] = True
+
+    def _push_term(self, pushing: np.ndarray, scale: float) -> None:
+        y_cols = work_array(self.workspace, self.spare, self.x.shape)
+        self.spare = "x1" if self.spare == "x0" else "x0"
+        _push(self.csr, self.a, self.b_cols, self.inv_weights, self.weight_of, self.x, y_cols, self.pi, scale,
+              pushing)
+        self.x = y_cols
+
+    def _dense_term(self, scale: float, last: bool) -> None:
+        blocks, layout = self.blocks, self.layout
+        gain = np.full((layout.blocks, layout.lanes), scale)
+        gain[layout.block, layout.lane] = scale / self.column_scale  # exact: the scales are powers of two
+        _step(self.csr, blocks.a, blocks.b, blocks.inv, blocks.xb, blocks.xb_next, blocks.pi, gain, self.bounds,
+              blocks.scratch, blocks.active, last)
+        blocks.xb, blocks.xb_next = blocks.xb_next, blocks.xb
+
+    def _stop(self, newly: np.ndarray) -> None:
+        """The columns ``newly`` stopped: their remaining terms are skipped, and the columns
+        still running may be laid out again in fewer blocks."""
+        self.finished[newly] = True
+        is_dense = ~self.sparse & ~self.stuck
+        if is_dense[newly].any():  # a stopped lane adds nothing more
+            _zero_lanes(self.blocks.xb, self.layout.block, self.layout.lane, newly[is_dense[newly]], self.row_chunks)
+        live = np.flatnonzero(is_dense & ~self.finished)
+        if self.blocks is not None and len(live):
+            self._relayout(np.flatnonzero(~self.finished & ~self.stuck), live)
+        if self.blocks is not None:
+            self.blocks.active = np.zeros(self.layout.blocks, dtype=bool)
+            self.blocks.active[self.layout.block[live]] = True
+
+    def _relayout(self, running: np.ndarray, live: np.ndarray) -> None:
+        """The batch's work shrinks with it: lay the ``running`` columns out in fewer or
+        narrower blocks when that cuts the bytes a sweep gathers. The stopped columns'
+        dense terms join pi; the ``live`` (dense) ones' partial sums move with their lanes,
+        so each lane's float32 sum adds its terms in the same order whatever its batch."""
+        old, new = self.layout, dense_layout(self.weight_of[running], self.weights, self.dense.capacity)
+        if 4 * new.blocks * (new.halves + 1) * new.slots > 3 * old.blocks * (old.lanes + old.slots):
+            return
+        _add_blocks(self.pi, self.blocks.pi, old.block, old.lane, np.flatnonzero(self.laid_out & self.finished),
+                    self.row_chunks)
+        block = np.zeros(len(self.finished), dtype=np.int64)
+        lane = np.zeros(len(self.finished), dtype=np.int64)
+        block[running], lane[running] = new.block, new.lane
+        new = new._replace(block=block, lane=lane)
+        # the old layout's xb and pi are read below only by _move_lanes; the moves' targets
+        # come from the other of two pairs of names (the source may be one)
+        self.relayouts += 1
+        source = self.blocks
+        moved = self._dense_blocks(new, f"xb_moved{self.relayouts % 2}", f"pi_blocks_moved{self.relayouts % 2}")
+        _move_lanes(source.xb, old.block, old.lane, moved.xb, block, lane, live, self.row_chunks)
+        _move_lanes(source.pi, old.block, old.lane, moved.pi, block, lane, live, self.row_chunks)
+        self.layout, self.blocks = new, moved
+        self.laid_out[:] = False
+        self.laid_out[running] = True
+
+
+def power_iteration(csr: CSR, a, b, seeds, weight_of=None, series: Series = Series(),
+                    dense: DenseTerms = DenseTerms(), certification: Certification | None = None, bounds=None,
+                    workspace: dict | None = None, keep: bool = True):
+    """PPR for every seed with L1 error <= ``series.tol``. Returns (pi N x S, terms, error
+    bound).
+
+    Dense terms run in float32 (``dense.mixed_precision``; float64 without). ``dense.half``:
+    their xt and b are stored in binary16 and widened to float32 as they are read, so a row
+    of 32 paired columns is as long as one of 16 in float32 and a term gathers half the
+    bytes; each column's xt is kept times a power of two (``half_scales``) that holds it in
     binary16's range. That adds a relative error of about 2^-11 per stored value to the
     dense terms (at most (1 - eta)^3 of the mass). The dense terms' share of pi is summed in
     float32 (float64 without ``mixed_precision``) and added to the float64 pi at the end.
@@ -546,200 +810,32 @@ def power_iteration(indptr, indices, rel, a, b, seeds, eta=0.85, tol=1e-8, max_i
     column ``weight_of[c]`` (default ``c % W``, S a multiple of W). ``bounds`` (from
     ``work_chunks``) may be given to reuse them across calls.
 
-    Certified early exit (``adapath.kernels.certify``): with ``pairs`` (P x 2 seed columns,
-    forward and backward) and ``ladder`` (corridor sizes), after every term from ``certify_from`` a
-    pair whose top-K of ``pi_f * pi_b`` is certified at every rung stops; a column stops
-    when every pair it serves has. A stopped column's remaining terms are skipped (a push
-    column is no longer pushed; a dense lane is zeroed, and a block whose lanes have all
-    stopped leaves the sweep), so its result is its partial sum at the term it stopped,
-    whatever else is in the batch. ``stopped`` (length P), if given, receives the term at
-    which each pair stopped (``terms`` if it ran to the end). The first check comes at term
-    ``certify_from`` (5): before it the residual (1 - eta)^(t+1) still exceeds the scores at
-    a corridor's boundary on PrimeKG-sized graphs, and no pair was ever certified there in
-    measurements, so earlier checks only cost time. A pair's first check reads every node
-    and keeps a shortlist of its ``shortlist`` (at least 4 x the top rung) most promising
-    nodes with a bound on all others; its later checks, every term, read the shortlist only
-    (``certify_listed``), and go back to a full check when that bound is too loose.
+    Certified early exit (``adapath.kernels.certify``): with a ``certification`` (pairs of
+    seed columns, forward and backward, and a ladder of corridor sizes), after every term
+    from ``certify_from`` a pair whose top-K of ``pi_f * pi_b`` is certified at every rung
+    stops; a column stops when every pair it serves has. A stopped column's remaining terms
+    are skipped (a push column is no longer pushed; a dense lane is zeroed, and a block
+    whose lanes have all stopped leaves the sweep), so its result is its partial sum at the
+    term it stopped, whatever else is in the batch. ``certification.stopped`` (length P),
+    if given, receives the term at which each pair stopped (``terms`` if it ran to the
+    end). The first check comes at term ``certify_from`` (5): before it the residual
+    (1 - eta)^(t+1) still exceeds the scores at a corridor's boundary on PrimeKG-sized
+    graphs, and no pair was ever certified there in measurements, so earlier checks only
+    cost time. A pair's first check reads every node and keeps a shortlist of its
+    ``shortlist`` (at least 4 x the top rung) most promising nodes with a bound on all
+    others; its later checks, every term, read the shortlist only (``certify_listed``), and
+    go back to a full check when that bound is too loose.
 
     ``workspace`` (a dict the caller keeps across calls, one call at a time): the solve's
     own arrays are taken from it (``work_array``), and pi too unless ``keep`` (the caller
     reads pi before the next call and keeps nothing of it).
     """
-    n = indptr.shape[0] - 1
-    weights = a.shape[1]
-    seeds = np.ascontiguousarray(seeds, dtype=np.int64)
-    count = seeds.shape[0]
-    weight_of = weight_columns(weight_of, count, weights)
-    bounds = work_chunks(indptr) if bounds is None else bounds
-    chunks = bounds.shape[0] - 1
-    row_chunks = np.append(np.arange(0, n, ROWS), n)  # equal rows, for row-wise transposes
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b_rows = np.ascontiguousarray(b, dtype=np.float64)
-    b_cols = work_array(workspace, "b_cols", b_rows.T.shape)
-    _transpose(b_rows, b_cols, row_chunks)
-    inv_weights = inverse_out_weights(indptr, indices, rel, a, b, bounds, workspace)  # once per weight column
-    columns = np.arange(count)
-    terms = min(series_terms(eta, tol), max_iter)
-
-    capacity = HALF_LANES if half else LANES
-    halves, slots, blocks, slot_weight, block, lane = dense_layout(weight_of, weights, capacity)
-    lanes = halves * slots
-    dtype = HALF if half else np.float32 if mixed_precision else np.float64
-    accumulate = np.float32 if half else dtype  # the segment kernels' y and coefficients
-    # each column's scale in the dense layout (1 unless stored in half), fixed when it
-    # leaves the push phase; a stored value means xt * scale
-    column_scale = np.ones(count)
-    x = work_array(workspace, "x0", (count, n), zero=True)  # push phase, column-major
-    x[columns, seeds] = 1.0
-    spare = "x1"  # the push terms alternate between two arrays
-    # A seed without out-weight (isolated, or all its edges weigh 0) keeps all its mass:
-    # its PPR is exactly its indicator.
-    weight_lanes = inv_weights.shape[2]
-    stuck = inv_weights[weight_of // weight_lanes, seeds, weight_of % weight_lanes] == 0.0
-    pi = np.zeros((count, n)) if keep else work_array(workspace, "pi", (count, n), zero=True)
-    pi[columns, seeds] = np.where(stuck, 1.0, eta)
-    sparse = ~stuck
-    dense = np.zeros(blocks, dtype=bool)  # blocks with at least one dense lane
-    pi_blocks = xb = xb_next = scratch = low = None
-    scale = eta
-    limit = push_fraction * indices.shape[0]
-    certifying = pairs is not None and ladder is not None and len(ladder) > 0
-    finished = np.zeros(count, dtype=bool)  # columns stopped by the certificate
-    laid_out = np.ones(count, dtype=bool)  # columns with a lane in the current dense blocks
-    relayouts = 0
-    if certifying:
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
-        ladder = np.ascontiguousarray(ladder, dtype=np.int64)
-        pair_done = np.zeros(len(pairs), dtype=bool)
-        pair_terms = np.full(len(pairs), terms, dtype=np.int64)
-        next_check = np.zeros(len(pairs))
-        # each pair's shortlist from its last full check (certify.py): later checks read it only
-        listed = np.zeros(len(pairs), dtype=bool)
-        candidates = np.full((len(pairs), min(n, max(shortlist, 4 * int(ladder[-1])))), -1, dtype=np.int64)
-        outside = np.full(len(pairs), np.inf)
-    for term in range(1, terms + 1):
-        scale *= 1.0 - eta
-        pushing = np.flatnonzero(sparse & ~finished)
-        leaving = pushing[:0]
-        if term >= 3 and len(pushing):  # the first two terms always push: a dense pass costs more
-            leaving = pushing[_push_work(indptr, x, pushing) >= limit]
-        if len(leaving) and xb is None:
-            low = (to_blocks(a, slots, slot_weight, accumulate),
-                   to_blocks(b_rows, slots, slot_weight, accumulate,
-                             out=work_array(workspace, "b_low", (blocks, n, slots), accumulate)),
-                   work_array(workspace, "inv_low", (blocks, n, slots), accumulate))
-            _regroup(inv_weights, slot_weight, low[2])
-            pi_blocks = work_array(workspace, "pi_blocks", (blocks, n, lanes), accumulate, zero=True)
-            xb = work_array(workspace, "xb", (blocks, n, lanes + slots), dtype)
-            xb_next = work_array(workspace, "xb_next", xb.shape, dtype)
-            for target in (xb, xb_next):  # b: constant across terms
-                _reset_blocks(target, low[1], row_chunks)
-            scratch = np.empty((blocks * chunks, 2, lanes), dtype=accumulate)
-        if len(leaving):
-            # x (column-major) still holds x_{term-1} for these columns
-            if half:
-                partial = np.empty((row_chunks.shape[0] - 1, len(leaving)))
-                # the leaving columns still push: their peak is that of x * inv
-                last_term_peaks(x, xb, 1.0 / column_scale, inv_weights, ~sparse & ~stuck, block, lane,
-                                weight_of, leaving, row_chunks, partial)
-                column_scale[leaving] = half_scales(partial.max(axis=0))
-            _to_lanes(x, low[2], block, lane, leaving, column_scale, xb, row_chunks)
-            sparse[leaving] = False
-            dense[block[leaving]] = True
-            pushing = np.flatnonzero(sparse & ~finished)
-        if len(pushing):
-            y_cols = work_array(workspace, spare, x.shape)
-            spare = "x1" if spare == "x0" else "x0"
-            _push(indptr, indices, rel, a, b_cols, inv_weights, weight_of, x, y_cols, pi, scale, pushing)
-            x = y_cols
-        if dense.any():
-            a_low, b_low, inv_low = low
-            gain = np.full((blocks, lanes), scale)
-            gain[block, lane] = scale / column_scale  # exact: the scales are powers of two
-            _step(indptr, indices, rel, a_low, b_low, inv_low, xb, xb_next, pi_blocks, gain, bounds,
-                  scratch, dense, term == terms)
-            xb, xb_next = xb_next, xb
-        if certifying and certify_from <= term < terms:
-            full = np.flatnonzero(~pair_done & ~listed & (next_check <= term))
-            short = np.flatnonzero(~pair_done & listed)  # cheap: every term
-            todo = np.union1d(full, short)
-            if len(todo):
-                is_dense = ~sparse & ~stuck
-                state = (pi, pi_blocks if pi_blocks is not None else np.zeros((1, 1, 1)),
-                         x, xb if xb is not None else np.zeros((1, 1, 1), dtype=dtype),
-                         1.0 / column_scale, inv_weights, is_dense, block, lane, weight_of, pairs)
-                # half storage: each stored value, and the b a term reads, may be 2^-11 off,
-                # so a later term's xt may exceed the stored maximum by that much per term
-                residual = (1.0 - eta) ** (term + 1) * ((1.0 + 2.0 ** -10) ** (terms - term) if half else 1.0)
-                need = np.full(len(pairs), np.nan)
-                if len(short):
-                    need[short] = certify_listed(*state, short, residual, ladder, slack, row_chunks,
-                                                 candidates, outside)[short]
-                    stale = short[need[short] < 0.0]  # the list's outside bound is too loose
-                    listed[stale] = False
-                    next_check[stale] = term + 1
-                if len(full):
-                    need[full] = certify_fused(*state, full, residual, ladder, slack, row_chunks,
-                                               candidates, outside)[full]
-                    listed[full] = need[full] >= 0.0  # -1: the list is too short yet
-                    # the residual shrinks by (1 - eta) a term (and the sums near the boundary
-                    # grow): check again a term before the residual alone would pass; a tie at
-                    # a boundary never passes
-                    wait = np.log(np.maximum(need[full], 1.0)) / -np.log(1.0 - eta)
-                    next_check[full] = term + np.maximum(1, np.floor(np.minimum(wait, terms)) - 1)
-                ok = need == 0.0
-                pair_terms[todo[ok[todo]]] = term
-                pair_done |= ok
-                needed = np.zeros(count, dtype=bool)
-                needed[pairs[~pair_done].ravel()] = True
-                newly = np.flatnonzero(~needed & ~finished)
-                if len(newly):
-                    finished[newly] = True
-                    if is_dense[newly].any():  # a stopped lane adds nothing more
-                        _zero_lanes(xb, block, lane, newly[is_dense[newly]], row_chunks)
-                    live = np.flatnonzero(is_dense & ~finished)
-                    keep = np.flatnonzero(~finished & ~stuck)
-                    if xb is not None and len(live):
-                        # the batch's work shrinks with it: lay the columns still running out
-                        # in fewer or narrower blocks when that cuts the bytes a sweep gathers
-                        layout = dense_layout(weight_of[keep], weights, capacity)
-                        h2, s2, b2 = layout[:3]
-                        if 4 * b2 * (h2 + 1) * s2 <= 3 * blocks * (lanes + slots):
-                            # the stopped columns' dense terms join pi; the running ones' partial
-                            # sums move with their lanes, so each lane's float32 sum adds its terms
-                            # in the same order whatever its batch
-                            _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out & finished), row_chunks)
-                            new_block = np.zeros(count, dtype=np.int64)
-                            new_lane = np.zeros(count, dtype=np.int64)
-                            new_block[keep], new_lane[keep] = layout[4], layout[5]
-                            # the old layout's arrays are read below only by _move_lanes (xb and
-                            # pi_blocks): b_low and inv_low are taken again from the workspace, the
-                            # moves' targets from the other of two pairs (the source may be one)
-                            relayouts += 1
-                            moved_name = f"xb_moved{relayouts % 2}"
-                            low = (to_blocks(a, s2, layout[3], accumulate),
-                                   to_blocks(b_rows, s2, layout[3], accumulate,
-                                             out=work_array(workspace, "b_low", (b2, n, s2), accumulate)),
-                                   work_array(workspace, "inv_low", (b2, n, s2), accumulate))
-                            _regroup(inv_weights, layout[3], low[2])
-                            moved = work_array(workspace, moved_name, (b2, n, (h2 + 1) * s2), dtype)
-                            moved_next = work_array(workspace, moved_name + "_next", moved.shape, dtype)
-                            for target in (moved, moved_next):
-                                _reset_blocks(target, low[1], row_chunks)
-                            _move_lanes(xb, block, lane, moved, new_block, new_lane, live, row_chunks)
-                            sums = work_array(workspace, f"pi_blocks_moved{relayouts % 2}", (b2, n, h2 * s2),
-                                              accumulate, zero=True)
-                            _move_lanes(pi_blocks, block, lane, sums, new_block, new_lane, live, row_chunks)
-                            halves, slots, blocks, slot_weight = h2, s2, b2, layout[3]
-                            block, lane, lanes = new_block, new_lane, h2 * s2
-                            xb, xb_next, pi_blocks = moved, moved_next, sums
-                            scratch = np.empty((blocks * chunks, 2, lanes), dtype=accumulate)
-                            laid_out[:] = False
-                            laid_out[keep] = True
-                    dense = np.zeros(blocks, dtype=bool)
-                    dense[block[live]] = True
-    if certifying and stopped is not None:
-        stopped[:] = pair_terms
-    if pi_blocks is not None:
-        _add_blocks(pi, pi_blocks, block, lane, np.flatnonzero(laid_out), row_chunks)
-    return pi.T, terms, (1.0 - eta) ** (terms + 1)
+    iteration = _Iteration(csr, a, b, seeds, weight_of, series, dense, bounds, workspace, keep)
+    certifier = None
+    if certification is not None and certification.active:
+        certifier = _Certifier(certification, csr.indptr.shape[0] - 1, series, dense.half)
+    pi = iteration.run(certifier)
+    if certifier is not None and certification.stopped is not None:
+        certification.stopped[:] = certifier.stopped
+    terms = series.terms
+    return pi.T, terms, (1.0 - series.eta) ** (terms + 1)

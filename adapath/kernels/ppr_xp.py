@@ -12,9 +12,22 @@ where A_r is the 0/1 adjacency of relation r (multi-edges counted). Out-weights 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from adapath.kernels.ppr_numba import series_terms
+from adapath.kernels.series import Certification, Series
+
+
+class Operators(NamedTuple):
+    """The walk's sparse operators in one namespace: ``adjacency`` A (N x N, multi-edges
+    counted), ``rel_adjacency`` (the R matrices A_r; none needed when a fused ``step``
+    replaces the products), ``counts`` C (N x R) and ``degree`` (N)."""
+
+    adjacency: object
+    rel_adjacency: list
+    counts: object
+    degree: object
 
 
 def certified_xp(xp, pi, x, out, pairs, residual, ladder, slack):
@@ -40,19 +53,20 @@ def certified_xp(xp, pi, x, out, pairs, residual, ladder, slack):
     return ok
 
 
-def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds, eta=0.85,
-                       tol=1e-8, max_iter=200, low=None, pairs=None, ladder=None, slack=0.0,
-                       stopped=None, certify_from=5, step=None):
-    """adjacency: N x N sparse; rel_adjacency: R sparse N x N; counts: N x R; degree: N.
-    ``low``: the same two operators in float32; given, terms from the third on (at most
-    (1-eta)^3 of the mass) run in float32, halving their memory traffic, as on the CPU.
-    ``pairs``, ``ladder``, ``slack``, ``stopped``, ``certify_from``: the certified early exit of the Numba
-    kernel (a stopped column's term is zeroed, so it adds nothing more). ``step(xt, a, b)``:
-    the weighted step computed by a fused kernel instead of the sparse products (the GPU's
-    ``adapath.kernels.ppr_cuda``); it must return the same ``y``.
+def power_iteration_xp(xp, operators: Operators, a, b, seeds, series: Series = Series(), low=None,
+                       certification: Certification | None = None, step=None):
+    """PPR of every seed column (a, b: N x B weight columns, one per seed) summed to
+    ``series.tol``. ``low``: adjacency and relation adjacencies in float32; given, terms from
+    the third on (at most (1-eta)^3 of the mass) run in float32, halving their memory
+    traffic, as on the CPU. ``certification``: the certified early exit of the Numba kernel
+    (a stopped column's term is zeroed, so it adds nothing more; its shortlist size is not
+    used). ``step(xt, a, b)``: the weighted step computed by a fused kernel instead of the
+    sparse products (the GPU's ``adapath.kernels.ppr_cuda``); it must return the same ``y``.
 
     Returns (pi N x B, terms, L1 error bound).
     """
+    adjacency, rel_adjacency, counts, degree = operators
+    eta = series.eta
     n = degree.shape[0]
     batch = a.shape[1]
     out = counts @ a + degree[:, None] * b + adjacency @ b
@@ -62,12 +76,13 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
     x = xp.zeros((n, batch), dtype=xp.float64)
     x[seeds, columns] = 1.0
     pi = eta * x
-    terms = min(series_terms(eta, tol), max_iter)
+    terms = series.terms
     scale = eta
     ops = (adjacency, rel_adjacency, a, b)
-    certifying = pairs is not None and ladder is not None and len(ladder) > 0
+    certifying = certification is not None and certification.active
     if certifying:
-        pairs = xp.asarray(pairs, dtype=xp.int64).reshape(-1, 2)
+        ladder, slack = certification.ladder, certification.slack
+        pairs = xp.asarray(certification.pairs, dtype=xp.int64).reshape(-1, 2)
         pair_done = xp.zeros(len(pairs), dtype=bool)
         pair_terms = xp.full(len(pairs), terms, dtype=xp.int64)
         finished = xp.zeros(batch, dtype=bool)
@@ -88,7 +103,7 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
         x = y
         scale *= 1.0 - eta
         pi += scale * x
-        if certifying and certify_from <= term < terms:
+        if certifying and certification.certify_from <= term < terms:
             ok = certified_xp(xp, pi, x.astype(xp.float64), out, pairs, (1.0 - eta) ** (term + 1),
                               ladder, slack) & ~pair_done
             pair_terms[ok] = term
@@ -97,6 +112,6 @@ def power_iteration_xp(xp, adjacency, rel_adjacency, counts, degree, a, b, seeds
             needed[pairs[~pair_done].ravel()] = True
             finished |= ~needed
             x[:, finished] = 0.0
-    if certifying and stopped is not None:
-        stopped[:] = xp.asnumpy(pair_terms) if xp is not np else pair_terms
+    if certifying and certification.stopped is not None:
+        certification.stopped[:] = xp.asnumpy(pair_terms) if xp is not np else pair_terms
     return pi, terms, (1.0 - eta) ** (terms + 1)

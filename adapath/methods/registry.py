@@ -13,7 +13,7 @@ import pkgutil
 from adapath.errors import InputError
 from adapath.methods.base import MethodSpec
 
-_SKIP = {"base", "registry", "run", "run_ray"}
+_SKIP = {"base", "registry", "run"}
 _REGISTRY: dict[str, MethodSpec] | None = None
 
 

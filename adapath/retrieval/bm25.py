@@ -71,7 +71,19 @@ class TextIndex:
         scoring batch after batch reuses its pages."""
         return minmax_columns(self.scores(queries, out=out), in_place=out is not None)
 
-    # ---- persistence (npz + JSON, no pickles)
+    # ---- persistence (npz + JSON, no pickles) and shipping (arrays)
+    def to_arrays(self) -> dict:
+        """The index as its CSR arrays and plain values, without a copy (``from_arrays``)."""
+        m = self.matrix
+        return {"data": m.data, "indices": m.indices, "indptr": m.indptr, "shape": tuple(m.shape),
+                "vocab": self.vocab, "k1": self.k1, "b": self.b}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> TextIndex:
+        matrix = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                               shape=tuple(arrays["shape"]), copy=False)
+        return cls(matrix, arrays["vocab"], arrays["k1"], arrays["b"])
+
     def save(self, path: str | Path) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
@@ -131,6 +143,14 @@ class GraphText:
         if cache is not None:
             built._save(cache)
         return built
+
+    def to_arrays(self) -> dict:
+        """Both indexes as arrays and plain values, without a copy (``from_arrays``)."""
+        return {"nodes": self.nodes.to_arrays(), "relations": self.relations.to_arrays()}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> GraphText:
+        return cls(TextIndex.from_arrays(arrays["nodes"]), TextIndex.from_arrays(arrays["relations"]))
 
     def _save(self, cache: Path) -> None:
         """Write under a temporary name, then rename; a folder that cannot be written, or

@@ -30,6 +30,8 @@ class TrainConfig:
     batch: int = setting(4, "Questions per optimizer step, side by side.")
     select: str = setting("hits1", "Validation score that picks the best epoch and stops early: hits1 (the "
                                    "extractive answer) or hits3 (the K=3 entities an LLM reads).")
+    text_projection: bool = True  # the entity gate reads a learned projection of its text (else type and cosine)
+    weight_decay: float = 0.0  # AdamW's; 0 is Adam's update
     loss: str = setting("softmax", "softmax (cross-entropy of a softmax over the subgraph's entities) or bce "
                                    "(class-balanced binary cross-entropy).")
 

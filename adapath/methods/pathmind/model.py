@@ -43,19 +43,20 @@ def bounded_exp(x: torch.Tensor) -> torch.Tensor:
 
 class PathMindNet(nn.Module):
     def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
-                 hops: int = 3, reading: str = "vector"):
+                 hops: int = 3, reading: str = "vector", text_projection: bool = True):
         super().__init__()
         if reading not in READINGS:
             raise ValueError(f"reading {reading!r}: choose {', '.join(READINGS)}")
         self.config = {"num_types": num_types, "num_codes": num_codes, "query_dim": query_dim,
-                       "text_dim": text_dim, "hidden": hidden, "hops": hops, "reading": reading}
+                       "text_dim": text_dim, "hidden": hidden, "hops": hops, "reading": reading,
+                       "text_projection": text_projection}
         self.hidden, self.hops, self.reading, self.num_codes = hidden, hops, reading, num_codes
         width = (hidden if reading == "vector" else 1) * hops  # d_1 .. d_hops side by side
         self.query = nn.Linear(query_dim, hidden)
         self.boundary = nn.Linear(hidden, hidden)
         self.relation = nn.Linear(hidden, num_codes * hidden)
         self.type_gate = nn.Embedding(num_types, hidden)
-        self.text_gate = nn.Linear(text_dim, hidden, bias=False)
+        self.text_gate = nn.Linear(text_dim, hidden, bias=False) if text_projection else None
         self.text_query = nn.Linear(hidden, hidden)
         self.cosine_gate = nn.Parameter(torch.full((hidden,), BOUND))  # the text match counts from the start
         self.future = nn.Sequential(nn.Linear(width + hidden, hidden), nn.ReLU(), nn.Linear(hidden, width))
@@ -75,7 +76,9 @@ class PathMindNet(nn.Module):
                    q: torch.Tensor) -> torch.Tensor:
         """h per node and question: nodes x B x hidden, positive (its log bounded): the node's
         representation (type and text) read against the question, plus its text's cosine to it."""
-        node = self.type_gate(node_type) + self.text_gate(text)  # nodes x hidden
+        node = self.type_gate(node_type)  # nodes x hidden
+        if self.text_gate is not None:
+            node = node + self.text_gate(text)
         logits = node[:, None, :] * self.text_query(q)[None, :, :] + cosine[:, :, None] * self.cosine_gate
         return bounded_exp(logits)
 

@@ -235,7 +235,8 @@ def batches(examples: list, size: int) -> list[list]:
 
 def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config: TrainConfig) -> PathMindNet:
     return PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
-                       hidden=config.hidden, hops=config.hops, reading=config.reading)
+                       hidden=config.hidden, hops=config.hops, reading=config.reading,
+                       text_projection=config.text_projection)
 
 
 def split_by_question(examples: list[Example], fraction: float, rng: np.random.Generator) -> tuple[list, list]:
@@ -261,7 +262,7 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
         raise InputError("too few training questions with an answer within --hops steps of a topic")
     val, fit = split_by_question(usable, config.val_fraction, rng)
     model = new_model(graph, features, len(usable[0].query), config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     best, best_state, stale, history = -1.0, None, 0, []
     for epoch in range(1, config.epochs + 1):
         model.train()

@@ -1,6 +1,6 @@
-"""Ray clusters for executors: start a local one on loopback, or join an existing one.
+"""Ray clusters for the Ray executor: start a local one on loopback, or join an existing one.
 
-Only executors import this module, and Ray is imported inside it: ``adapath`` itself never
+Only the Ray executor imports this module, and Ray is imported inside it: ``adapath`` itself never
 needs Ray (``pip install 'adapath[distributed]'``).
 
 Loopback, for real: Ray's gRPC servers (GCS, raylet, object manager, every worker) listen on
