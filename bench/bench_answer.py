@@ -166,8 +166,8 @@ def main() -> None:
     for j, r in enumerate(retrieved):
         answer_type, hops = bank.vote(r)
         control = {"answer_type": answer_type, "hops": hops}
-        [mp for mp in bank.pooled_metapaths(r)
-         if pipeline._consistent(mp.metapath, types[j], control) and pipeline._realizable(mp.metapath, topics[j])]
+        [mp for mp in bank.pooled_metapaths(r) if pipeline.planner.consistent(mp.metapath, types[j], control)
+         and pipeline.planner.realizable(mp.metapath, topics[j])]
     matching_ms = 1000 * (time.perf_counter() - clock) / len(queries)
 
     # (a) end to end without an LLM (a warm-up batch first: kernel compile, page cache)
@@ -225,12 +225,13 @@ def clock_stages(pipeline, levels) -> StageClock:
     from adapath.methods import walk_scorer
 
     stages = StageClock()
+    planner = pipeline.planner
     stages.wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
-    if pipeline.banks is not None and pipeline.config.type_model:
-        stages.wrap(pipeline.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
-    for index in {id(x): x for x in (pipeline.index_for(level) for level in levels)}.values():
+    if planner.banks is not None and pipeline.config.type_model:
+        stages.wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
+    for index in {id(x): x for x in (planner.index_for(level) for level in levels)}.values():
         stages.wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
-    stages.wrap(pipeline, "_realizable", "meta-path realizability")
+    stages.wrap(planner, "realizable", "meta-path realizability")
     stages.wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
     if pipeline.config.scorer == "beam":
         for name in ("groups", "advance"):
@@ -238,11 +239,11 @@ def clock_stages(pipeline, levels) -> StageClock:
                 setattr(traverse.TraversalState, f"_bench_{name}", getattr(traverse.TraversalState, name))
             setattr(traverse.TraversalState, name, getattr(traverse.TraversalState, f"_bench_{name}"))
             stages.wrap(traverse.TraversalState, name, f"traversal: {'candidate groups' if name == 'groups' else name}")
-        stages.wrap(pipeline, "_narrow", "narrowing (cosine top-M)")
-        stages.wrap(pipeline, "_answers", "answer ranking")
+        stages.wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
+        stages.wrap(pipeline.explorer, "_found", "answer ranking")
     stages.wrap(pipeline.nodes, "get", "node-vector lookups")
     if pipeline.config.scorer == "walk":
-        stages.wrap(pipeline.walks, "score", "walk scorer (all)")
+        stages.wrap(pipeline.explorer.scorer, "score", "walk scorer (all)")
         for name, stage in (("propagate", "walk scorer: propagation"),
                             ("heaviest_walks_through", "walk scorer: heaviest walks"),
                             ("through", "walk scorer: explored flow")):
@@ -318,7 +319,8 @@ def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, scorer: str, e
 def answer_child(job: Path) -> None:
     """The --compare side: answer the job's questions with whatever adapath is importable
     (the revision's tree on PYTHONPATH) and write rates and results. Reads only the stable
-    API: KnowledgeGraph.load, the method registry, Query, Result.to_json."""
+    API: KnowledgeGraph.load, the method registry, Query, Result.to_json (Query imported from
+    methods.base, where every revision has it; adapath.contract is newer)."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.base import Query
 

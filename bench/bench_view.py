@@ -26,8 +26,8 @@ import numpy as np
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
     """Two methods' results: the gold path among random walks of the same length."""
+    from adapath.contract import Result
     from adapath.datasets.biostrat import LEVELS, gold_metapath
-    from adapath.methods.base import Result
 
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}

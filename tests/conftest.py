@@ -29,3 +29,17 @@ def run_cli(args, capsys):
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def small_world(tmp_path_factory):
+    """A tiny generated graph (root/kg), six generated training questions (root/q.jsonl) and
+    their Path-Bank (root/bank)."""
+    from adapath.bank.build import BankConfig, build_bank
+    from adapath.datasets.biostrat import training_queries
+    from tests.helpers import generated_world
+
+    root = tmp_path_factory.mktemp("small")
+    graph, records = generated_world(root, graph_seed=3, questions=6, question_seed=1)
+    build_bank(graph, training_queries(records), root / "bank", BankConfig(), graph_dir=root / "kg")
+    return root

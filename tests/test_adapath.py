@@ -40,6 +40,11 @@ def setup(tmp_path_factory):
     return root, graph, bank, encoder, test
 
 
+# The settings these tests were written against (AdaPathConfig's defaults until `adapath answer`'s
+# became its defaults): the paper's beam, meta-paths cut by the control signals, three of them.
+PAPER_BEAM = {"scorer": "beam", "control": "filter", "metapaths": 3}
+
+
 def hand_bank(tmp_path):
     texts = ["which drug treats migraine headache", "drug for severe migraine attacks",
              "which gene does the drug target", "disease linked to the gene"]
@@ -95,7 +100,7 @@ def test_eq6_hand_worked(tmp_path):
 @pytest.mark.parametrize("scorer", ["beam", "walk"])
 def test_guided_paths_follow_surviving_metapaths(setup, scorer):
     root, graph, bank, encoder, test = setup
-    results = AdaPath(graph, bank, encoder, None, AdaPathConfig(scorer=scorer), graph_dir=root / "kg").answer(
+    results = AdaPath(graph, bank, encoder, None, AdaPathConfig(**{**PAPER_BEAM, "scorer": scorer}), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test])
     results = [r.to_json() for r in results]
     guided = 0
@@ -135,7 +140,7 @@ def test_scripted_llm_batches_and_no_gold(setup, scorer):
     rules = {"Reply with JSON": lambda p: json.dumps({"answer_type": "drug", "hops": 2}),
              "numbers in braces": "{2, 1}", "wrapped in braces": "{some answer}"}
     backend = ScriptedBackend(rules=rules)
-    config = AdaPathConfig(scorer=scorer)
+    config = AdaPathConfig(**{**PAPER_BEAM, "scorer": scorer})
     results = AdaPath(graph, bank, encoder, backend, config, graph_dir=root / "kg").answer(
         [query_from_record(r, "implicit") for r in test])
     results = [r.to_json() for r in results]
@@ -166,13 +171,13 @@ def test_scripted_llm_batches_and_no_gold(setup, scorer):
 
 def test_ablations(setup):
     root, graph, bank, encoder, test = setup
-    free = AdaPath(graph, bank, encoder, None, AdaPathConfig(use_metapath=False), graph_dir=root / "kg").answer(
+    free = AdaPath(graph, bank, encoder, None, AdaPathConfig(**{**PAPER_BEAM, "metapath": False}), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test[:4]])
     free = [r.to_json() for r in free]
     assert all(r["fallback"] == "no-metapath" and not r["metapaths"] for r in free)
     plan = "drug -[target]- gene/protein\nnonsense line\ndisease -[indication]- drug"
     backend = ScriptedBackend(rules={"You plan relation paths": plan, "Reply with JSON": "{}"}, default="{x}")
-    planned = AdaPath(graph, bank, encoder, backend, AdaPathConfig(llm_plan=True), graph_dir=root / "kg").answer(
+    planned = AdaPath(graph, bank, encoder, backend, AdaPathConfig(**{**PAPER_BEAM, "plan": "llm"}), graph_dir=root / "kg").answer(
         [query_from_record(r, "explicit") for r in test[:4]])
     planned = [r.to_json() for r in planned]
     for result, record in zip(planned, test[:4]):

@@ -11,11 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from adapath.bank.index import BankIndex
+from adapath.contract import Query
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.traverse import Candidate
 from adapath.methods.adapath import AdaPath, AdaPathConfig, shared_beam
-from adapath.methods.base import Query
+from adapath.methods.guided.plan import Batch
 from adapath.methods.level_banks import LevelBanks
 from adapath.methods.walk_scorer import WalkConfig, WalkQuery, WalkScorer
 from adapath.retrieval.dense import HashingEncoder
@@ -54,8 +55,13 @@ def training(qid, text, topic_type, answer_type, hops, implicit=None, bare=None)
             "topic_type": topic_type, "answer_type": answer_type, "hops": hops}
 
 
+# The settings these tests were written against (AdaPathConfig's defaults until `adapath answer`'s
+# became its defaults): the paper's beam, meta-paths cut by the control signals, three of them.
+PAPER_BEAM = {"scorer": "beam", "control": "filter", "metapaths": 3}
+
+
 def answer(graph, bank, query: Query, **config) -> dict:
-    method = AdaPath(graph, bank, HashingEncoder(), None, AdaPathConfig(**config))
+    method = AdaPath(graph, bank, HashingEncoder(), None, AdaPathConfig(**{**PAPER_BEAM, **config}))
     return method.answer([query])[0].to_json()
 
 
@@ -156,8 +162,8 @@ def test_two_topics_meet_at_the_answer(tmp_path, scorer, chains):
 
 def test_junction_relation_comes_from_the_bank_chains(tmp_path):
     graph, bank, query = junction_world(tmp_path)
-    method = AdaPath(graph, LevelBanks(bank, HashingEncoder()), HashingEncoder(), None, AdaPathConfig())
-    plan = method._plans([query], HashingEncoder().encode([query.text]), [None])[0]
+    method = AdaPath(graph, LevelBanks(bank, HashingEncoder()), HashingEncoder(), None, AdaPathConfig(**PAPER_BEAM))
+    plan = method.planner.plans(Batch([query], HashingEncoder().encode([query.text]), [None]))[0]
     assert plan.junction == [(RELATIONS.index("associated with"), TYPES.index("gene/protein"),
                               TYPES.index("disease"), 1.0)]
 
@@ -407,10 +413,8 @@ def test_the_wh_phrase_model_corrects_the_votes_answer_type(tmp_path):
 def test_explored_edges_join_consecutive_depths_by_hand():
     """Hand-built: topic 0; explored at depth 1 = {1, 2}, at depth 2 = {3}. The edges between
     consecutive depths, every relation of a pair, in either stored direction; nothing else."""
-    from types import SimpleNamespace
-
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.adapath import AdaPath
+    from adapath.methods.guided.answer import explored_edges
 
     head = np.array([0, 0, 0, 1, 2, 2, 1, 4])
     tail = np.array([1, 2, 4, 3, 3, 3, 2, 3])
@@ -420,7 +424,7 @@ def test_explored_edges_join_consecutive_depths_by_hand():
                                       type_names=("gene/protein",), relation_names=("ppi", "target", "carrier"),
                                       relation_descriptions=("",) * 3)
     ids = [int(graph.node_id[i]) for i in range(5)]
-    edges = AdaPath._explored_edges(SimpleNamespace(graph=graph), 0, {1: [1, 2], 2: [3]})
+    edges = explored_edges(graph, 0, {1: [1, 2], 2: [3]})
     assert sorted(map(tuple, edges["1"])) == sorted([(ids[0], "ppi", ids[1]), (ids[0], "ppi", ids[2])])
     assert sorted(map(tuple, edges["2"])) == sorted([(ids[1], "target", ids[3]), (ids[2], "target", ids[3]),
                                                      (ids[2], "carrier", ids[3])])

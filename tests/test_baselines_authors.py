@@ -9,13 +9,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
+from adapath.contract import Query
 from adapath.engine.graph import KnowledgeGraph
 from adapath.eval.tables import efficiency
 from adapath.llm import GenerationParams, ScriptedBackend, Usage
 from adapath.llm.base import count_tokens
 from adapath.llm.openai_http import OpenAIHTTPBackend
 from adapath.llm.serve import make_server
-from adapath.methods.base import LLMCaller, MethodContext, Query
+from adapath.methods.base import LLMCaller, MethodContext
 from adapath.methods.registry import all_methods
 from adapath.retrieval.dense import HashingEncoder
 

@@ -8,13 +8,14 @@ import bm25s
 import numpy as np
 import pytest
 
+from adapath.contract import Query
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import ScriptedBackend
 from adapath.llm.base import count_tokens
-from adapath.methods.base import MethodContext, Query
+from adapath.methods.base import MethodContext
 from adapath.methods.llm_only import majority, vote_key
 from adapath.methods.registry import all_methods
 from adapath.methods.run import answer_all

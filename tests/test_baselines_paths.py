@@ -7,12 +7,13 @@ import re
 import numpy as np
 import pytest
 
+from adapath.contract import Query, Result
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import ScriptedBackend, prompts
 from adapath.methods import _search as s
-from adapath.methods.base import MethodContext, Query, Result
+from adapath.methods.base import MethodContext
 from adapath.methods.registry import get_method
 from adapath.retrieval.dense import HashingEncoder
 from adapath.sources.synthetic import generate

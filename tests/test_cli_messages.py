@@ -47,19 +47,6 @@ def test_a_model_directory_is_accepted_as_an_encoder(tmp_path):
 
 
 # ---------------------------------------------------------------- nothing to do
-@pytest.fixture(scope="module")
-def small_world(tmp_path_factory):
-    """A tiny generated graph, six generated training questions and their Path-Bank."""
-    from adapath.bank.build import BankConfig, build_bank
-    from adapath.datasets.biostrat import training_queries
-    from tests.helpers import generated_world
-
-    root = tmp_path_factory.mktemp("small")
-    graph, records = generated_world(root, graph_seed=3, questions=6, question_seed=1)
-    build_bank(graph, training_queries(records), root / "bank", BankConfig(), graph_dir=root / "kg")
-    return root
-
-
 def snapshot(folder):
     """Every file under ``folder`` with its bytes and modification time."""
     return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -5,11 +5,12 @@ import signal
 
 import pytest
 
+from adapath.contract import Query, Result
 from adapath.datasets.specs import load_query_set
 from adapath.errors import InputError
 from adapath.llm import ScriptedBackend, Usage
 from adapath.llm.parse import read_answer, read_option
-from adapath.methods.base import LLMCaller, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodSpec, Param
 from adapath.methods.registry import all_methods
 from adapath.methods.run import Interrupted, finished_pairs, load_results, run_queries
 from tests.conftest import SHARED, run_cli
@@ -194,9 +195,9 @@ def test_sigint_in_a_real_process_prints_the_resume_line(tmp_path):
     script = tmp_path / "slow.py"
     script.write_text(
         "import time, sys\n"
-        "from adapath.methods.base import Result\n"
+        "from adapath.contract import Result\n"
         "from adapath.methods.run import run_queries, Interrupted\n"
-        "from adapath.methods.base import Query\n"
+        "from adapath.contract import Query\n"
         "class Slow:\n"
         "    name = 'slow'\n"
         "    def answer(self, qs):\n"

@@ -13,11 +13,11 @@ import json
 import numpy as np
 import pytest
 
+from adapath.contract import Result
 from adapath.datasets.biostrat import records_query_set
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.eval.report import build_report, render, write_reports
-from adapath.methods.base import Result
 from tests.conftest import run_cli
 
 TYPES = ("drug", "gene/protein", "disease")

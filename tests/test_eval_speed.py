@@ -7,13 +7,13 @@ import random
 import numpy as np
 import pytest
 
+from adapath.contract import Result
 from adapath.datasets.biostrat import records_query_set
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.traverse import WalkChecker
 from adapath.eval import scoring
 from adapath.eval.report import build_report
-from adapath.methods.base import Result
 from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
 from tests.helpers import RELS, TYPES, random_graph

@@ -44,7 +44,7 @@ def test_results_kept_are_named_with_their_count(io_world, tmp_path, capsys):  #
 
 
 def test_an_interrupt_before_any_result_names_no_file(tmp_path):
-    from adapath.methods.base import Query
+    from adapath.contract import Query
     from adapath.methods.run import Interrupted, run_queries
 
     class Stops:

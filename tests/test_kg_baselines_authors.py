@@ -5,10 +5,11 @@ KG-embedding review scorer against hand-worked numbers and a planted graph."""
 import numpy as np
 import pytest
 
+from adapath.contract import Query
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import ScriptedBackend
 from adapath.llm.base import count_tokens
-from adapath.methods.base import MethodContext, Query
+from adapath.methods.base import MethodContext
 from adapath.methods.kgarevion import KGARevion
 from adapath.methods.registry import all_methods
 from adapath.retrieval.dense import HashingEncoder

@@ -267,6 +267,42 @@ def test_kg_embed_cli(tmp_path, capsys, monkeypatch):
     assert code == 2 and "--device" in err
 
 
+def test_embed_target_finds_resumes_and_forces(tmp_path):
+    """Where `kg embed` writes: a new store in the graph's cache/, a partial one resumed in its
+    own dtype, another dtype refused, --force starting over, a read-only store left in place."""
+    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.retrieval.node_store import embed_target
+
+    graph, encoder = random_graph(12), HashingEncoder(dim=16)
+    kg = tmp_path / "kg"
+    places = GraphCache(kg, graph.checksum())
+    own = kg / "cache" / "emb-hashing-16-300"
+    target = embed_target(graph, encoder.name, places)
+    assert (target.path, target.dtype, target.complete) == (own, "float32", False)
+    assert target.expect == expected_header(graph, encoder.name)
+    with pytest.raises(InputError, match="--dtype 'float64': choose float32 or float16"):
+        embed_target(graph, encoder.name, places, dtype="float64")
+    store = NodeStore.create(own, target.expect, 16, "float16")  # a partial float16 store
+    store.write(np.array([0, 1]), np.ones((2, 16)))
+    store.close()
+    resumed = embed_target(graph, encoder.name, places)
+    assert (resumed.path, resumed.dtype, resumed.complete) == (own, "float16", False)
+    with pytest.raises(InputError, match="holds float16; pass --force to rebuild it as float32"):
+        embed_target(graph, encoder.name, places, dtype="float32")
+    embed_all(graph, encoder, own, target.expect, "float16")
+    assert embed_target(graph, encoder.name, places).complete
+    forced = embed_target(graph, encoder.name, places, dtype="float32", force=True)
+    assert (forced.path, forced.dtype, forced.complete) == (own, "float32", False) and not own.exists()
+    embed_all(graph, encoder, own, target.expect, "float32")
+    _read_only(kg / "cache")
+    try:  # a store nobody may remove stays; the new one goes to the user's cache
+        elsewhere = embed_target(graph, encoder.name, places, force=True)
+        assert own.is_dir() and elsewhere.path == (tmp_path / "user-cache" / "adapath" /
+                                                   f"kg-{graph.checksum()[:12]}" / "emb-hashing-16-300")
+    finally:
+        _writable(kg / "cache")
+
+
 def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     import shutil
 
@@ -275,7 +311,7 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
     from adapath.datasets.biostrat import query_from_record, training_queries
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.adapath import AdaPath
+    from adapath.methods.adapath import AdaPath, AdaPathConfig
     from adapath.sources.synthetic import generate
 
     generate(scale=0.02, seed=21).save(tmp_path / "on-demand")
@@ -292,7 +328,10 @@ def test_answers_with_precomputed_store_equal_on_demand(tmp_path):
             embed_all(graph, encoder, tmp_path / name / "cache" / store_name(encoder.name),
                       expected_header(graph, encoder.name), "float32", chunk=500)
             encoder.texts = 0
-        pipeline = AdaPath(graph, BankIndex(tmp_path / "bank", encoder), encoder, None, graph_dir=tmp_path / name)
+        # the paper's beam (AdaPathConfig's defaults when this test was written)
+        config = AdaPathConfig(scorer="beam", control="filter", metapaths=3)
+        pipeline = AdaPath(graph, BankIndex(tmp_path / "bank", encoder), encoder, None, config,
+                           graph_dir=tmp_path / name)
         results[name] = pipeline.answer(queries[:8]) + pipeline.answer(queries[8:])
         if name == "precomputed":
             assert pipeline.nodes.precomputed and encoder.texts == 16  # the questions only

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from adapath.contract import Result
 from adapath.datasets.biostrat import gold_metapath, records_query_set
 from adapath.eval.report import write_report
-from adapath.methods.base import Result
 from adapath.sources.biostrat import load_biostrat
 from tests.conftest import run_cli
 

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapath.contract import Result
 from adapath.datasets.biostrat import records_query_set
 from adapath.engine.graph import KnowledgeGraph
-from adapath.methods.base import Result
 from tests.conftest import run_cli
 
 WIDTH, HEIGHT = 1280, 800

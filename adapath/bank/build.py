@@ -30,12 +30,10 @@ from pathlib import Path
 import numpy as np
 
 import adapath
+from adapath.bank.config import PPR_SOLVES, BankConfig  # noqa: F401  (the build's public names)
 from adapath.bank.query import TrainingQuery
 from adapath.bank.runner import (  # noqa: F401  (the build's public names, kept importable here)
-    PPR_SOLVES,
-    SEARCHES,
     STAGES,
-    BankConfig,
     Batch,
     BatchResult,
     BatchRunner,

@@ -10,88 +10,22 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from adapath.bank.config import BankConfig
 from adapath.bank.store import PART_SCHEMA, BankStore, part_name
-from adapath.engine.batch_paths import FALLBACKS, SEARCHES, BatchPaths, PairStage, PathSearch
-from adapath.engine.corridor import LADDER, ranked_size
+from adapath.engine.batch_paths import FALLBACKS, BatchPaths, PairStage, PathSearch
+from adapath.engine.corridor import ranked_size
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
-from adapath.engine.paths import ALPHA, RELATION_SEQUENCES
-from adapath.engine.ppr import DENSE_PRECISIONS, ETA, TOL, PPREngine
-from adapath.engine.weights import BETA, EPS, QueryWeights, query_weights
-from adapath.errors import InputError
+from adapath.engine.ppr import PPREngine
+from adapath.engine.weights import QueryWeights, query_weights
 from adapath.retrieval.bm25 import GraphText
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
-PPR_SOLVES = ("exact", "certified")
-
-
-@dataclass
-class BankConfig:
-    level: str = "explicit"
-    beta: float = BETA
-    eps: float = EPS
-    eta: float = ETA
-    tol: float = TOL
-    ladder: tuple[int, ...] = LADDER
-    alpha: float = ALPHA
-    per_hop: int = 5
-    max_hop: int = 5
-    k_paths: int = 60  # Yen's pool of node paths before binning by hop
-    relation_sequences: int = RELATION_SEQUENCES  # per node path, cheapest first
-    search: str = "yen"  # or "hop-bounded": the best paths of each exact hop count
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.0  # length-agnostic, as the AdaPath reference
-    batch: int = 32
-    device: str = "cpu"
-    ppr: str = "exact"  # or "certified": each pair stops once its corridor's top K is final
-    certify_slack: float = 0.0  # certified: a node left out may end at most (1 + slack) x the last kept
-    dense_precision: str = "float32"  # or "float16": the dense PPR terms stored in half precision
-
-    def signature(self) -> dict:
-        """The parameters that change results (batch size and device do not; an exact
-        solve's signature is the one banks had before the certified solve existed)."""
-        d = asdict(self)
-        d.pop("batch")
-        d.pop("device")
-        if self.ppr == "exact":
-            d.pop("ppr")
-            d.pop("certify_slack")
-        if self.dense_precision == "float32":  # the precision banks had before float16 existed
-            d.pop("dense_precision")
-        d["ladder"] = list(self.ladder)
-        return d
-
-    def check(self) -> None:
-        """One line for the first parameter out of range."""
-        if not 0.0 <= self.beta <= 1.0:
-            raise InputError(f"beta {self.beta}: must lie in [0, 1]")
-        if not 0.0 < self.eta < 1.0:
-            raise InputError(f"eta {self.eta}: the teleport probability must lie in (0, 1)")
-        if not 0.0 <= self.alpha <= 1.0:
-            raise InputError(f"alpha {self.alpha}: must lie in [0, 1]")
-        if not self.ladder or any(k < 1 for k in self.ladder) or list(self.ladder) != sorted(set(self.ladder)):
-            raise InputError(f"ladder {','.join(map(str, self.ladder))}: give increasing corridor sizes, "
-                             "each at least 1 (e.g. 150,300,500,1000)")
-        for name in ("per_hop", "max_hop", "k_paths", "relation_sequences", "batch"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name.replace('_', '-')} must be at least 1")
-        if not 0.0 < self.tol < 1.0:
-            raise InputError(f"tol {self.tol}: must lie in (0, 1)")
-        if self.ppr not in PPR_SOLVES:
-            raise InputError(f"ppr {self.ppr!r}: choose {' or '.join(PPR_SOLVES)}")
-        if not self.certify_slack >= 0.0:
-            raise InputError(f"certify slack {self.certify_slack}: must be at least 0")
-        if self.dense_precision not in DENSE_PRECISIONS:
-            raise InputError(f"dense precision {self.dense_precision!r}: choose {' or '.join(DENSE_PRECISIONS)}")
-        if self.dense_precision == "float16" and self.device != "cpu":
-            raise InputError("dense precision float16 runs on the CPU only (--device cpu)")
-        if self.search not in SEARCHES:
-            raise InputError(f"search {self.search!r}: choose {' or '.join(SEARCHES)}")
 
 
 @dataclass

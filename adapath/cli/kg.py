@@ -234,51 +234,22 @@ def kg_embed(
 ) -> None:
     """Encode every node's text once (name + first 300 description characters) into a
     memory-mapped store that `answer` reads; resumable after an interruption."""
-    import shutil
-
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.errors import InputError
     from adapath.progress import Progress
-    from adapath.retrieval.cache_dir import GraphCache, can_write
+    from adapath.retrieval.cache_dir import GraphCache
     from adapath.retrieval.dense import make_encoder, resolve_backend
-    from adapath.retrieval.node_store import (
-        DEFAULT_DTYPE,
-        DTYPES,
-        HEADER,
-        NodeStore,
-        embed_all,
-        expected_header,
-        store_name,
-    )
+    from adapath.retrieval.node_store import check_dtype, embed_all, embed_target
 
-    if dtype is not None and dtype not in DTYPES:
-        raise InputError(f"--dtype {dtype!r}: choose float32 or float16")
+    check_dtype(dtype)
     graph = KnowledgeGraph.load(kg)
     model = make_encoder(encoder, device=device, backend=resolve_backend(backend, device), batch_size=batch,
                          threads=threads)
-    name = store_name(model.name)
-    places = GraphCache(kg, graph.checksum(), cache_dir)
-    expect = expected_header(graph, model.name)
-    path = places.find(name, HEADER)
-    if path is not None and force:
-        if can_write(path.parent):
-            shutil.rmtree(path)
-        path = None  # a read-only store stays; the new one goes to a writable place
-    if path is not None:
-        store = NodeStore.open(path, expect)
-        if dtype is not None and store.header["dtype"] != dtype:
-            raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
-        dtype = store.header["dtype"]
-        if store.complete:
-            say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); nothing written; "
-                "--force rebuilds it")
-            return
-        store.close()
-    else:
-        path = places.writable(name)
-        if path is None:
-            raise InputError(f"nowhere to write node embeddings for {kg}: pass --cache-dir DIR")
-    dtype = dtype or DEFAULT_DTYPE
+    target = embed_target(graph, model.name, GraphCache(kg, graph.checksum(), cache_dir), dtype, force)
+    path = target.path
+    if target.complete:
+        say(f"{path}: complete already ({graph.num_nodes:,} nodes, {model.name}); nothing written; "
+            "--force rebuilds it")
+        return
     start = time.perf_counter()
     finished = 0
     try:
@@ -290,7 +261,8 @@ def kg_embed(
                     bar.set_total(p.total, done=p.done - p.encoded)
                 bar.update(p.done)
 
-            progress = embed_all(graph, model, path, expect, dtype, chunk=4 * batch, on_progress=on_progress)
+            progress = embed_all(graph, model, path, target.expect, target.dtype, chunk=4 * batch,
+                                 on_progress=on_progress)
     except KeyboardInterrupt:
         say(f"interrupted: {finished:,} of {graph.num_nodes:,} node vectors kept in {path}; "
             "rerun the same command to resume")
@@ -298,4 +270,4 @@ def kg_embed(
     seconds = time.perf_counter() - start
     route = f"{getattr(model, 'device', 'cpu')}/{getattr(model, 'backend', 'numpy')}"
     say(f"wrote {path}: {graph.num_nodes:,} node vectors ({progress.encoded:,} encoded now; {model.name} "
-        f"on {route}, {dtype}) in {seconds:.1f} s ({progress.rate:.1f} texts/s)")
+        f"on {route}, {target.dtype}) in {seconds:.1f} s ({progress.rate:.1f} texts/s)")

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
-from adapath.cli.common import CACHE_DIR_HELP, DEFAULT_ENCODER, ENCODER_HELP, say, use_cache_dir
+from adapath.cli.common import (
+    CACHE_DIR_HELP,
+    DEFAULT_ENCODER,
+    ENCODER_HELP,
+    say,
+    setting_option,
+    use_cache_dir,
+)
 from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.progress import Progress
@@ -14,36 +21,12 @@ from adapath.progress import Progress
 pathmind_app = typer.Typer(help="PathMind: train the path-priority model, build reasoner data, fine-tune.",
                             no_args_is_help=True)
 
-MAX_HOPS = 5  # the Path-Bank's construction bound; a ball of mean degree ~60 covers the graph well before
-
 
 def check_level(level: str) -> None:
     from adapath.datasets.biostrat import LEVELS
 
     if level not in LEVELS:
         raise InputError(f"--level {level!r}: choose {', '.join(LEVELS)}")
-
-
-def check_train_options(level: str, epochs: int, hops: int, batch: int, threads: int, reading: str,
-                        select: str, loss: str) -> None:
-    """Every training option checked before anything is loaded or written: one line each."""
-    from adapath.methods.pathmind.config import LOSSES, READINGS
-
-    check_level(level)
-    if epochs < 1:
-        raise InputError(f"--epochs {epochs}: must be at least 1")
-    if not 1 <= hops <= MAX_HOPS:
-        raise InputError(f"--hops {hops}: must be between 1 and {MAX_HOPS}")
-    if batch < 1:
-        raise InputError(f"--batch {batch}: must be at least 1")
-    if threads < 1:
-        raise InputError(f"--threads {threads}: must be at least 1")
-    if reading not in READINGS:
-        raise InputError(f"--reading {reading!r}: choose {', '.join(READINGS)}")
-    if select not in ("hits1", "hits3"):
-        raise InputError(f"--select {select!r}: choose hits1 or hits3")
-    if loss not in LOSSES:
-        raise InputError(f"--loss {loss!r}: choose {', '.join(LOSSES)}")
 
 
 @pathmind_app.command("train")
@@ -54,21 +37,16 @@ def pathmind_train(
     level: str = typer.Option("explicit", "--level", help="Question wording: explicit, implicit, bare or all "
                               "(every level, each question once per level)."),
     encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP),
-    epochs: int = typer.Option(TrainConfig.epochs, "--epochs", help="Most epochs (early stopping on --select)."),
-    hops: int = typer.Option(TrainConfig.hops, "--hops", help=f"k of the k-hop query subgraph, and the message-"
-                             f"passing layers (1-{MAX_HOPS})."),
-    batch: int = typer.Option(TrainConfig.batch, "--batch", help="Questions per optimizer step, side by side."),
-    reading: str = typer.Option(TrainConfig.reading, "--reading", help="The triple representation (h W_r h)^T q "
-                                "read as a vector (d(q, e) a vector) or a scalar."),
+    epochs: int = setting_option(TrainConfig, "epochs"),
+    hops: int = setting_option(TrainConfig, "hops"),
+    batch: int = setting_option(TrainConfig, "batch"),
+    reading: str = setting_option(TrainConfig, "reading"),
     threads: int = typer.Option(2, "--threads", help="Threads of torch and of the graph passes."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split, the shuffling and the initial weights."),
+    seed: int = setting_option(TrainConfig, "seed"),
     force: bool = typer.Option(False, "--force", help="Replace an existing model directory."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
-    select: str = typer.Option(TrainConfig.select, "--select", help="Validation score that picks the best epoch "
-                               "and stops early: hits1 (the extractive answer) or hits3 (the K=3 entities an "
-                               "LLM reads)."),
-    loss: str = typer.Option(TrainConfig.loss, "--loss", help="softmax (cross-entropy of a softmax over the "
-                             "subgraph's entities) or bce (class-balanced binary cross-entropy)."),
+    select: str = setting_option(TrainConfig, "select"),
+    loss: str = setting_option(TrainConfig, "loss"),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -76,7 +54,12 @@ def pathmind_train(
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
-    check_train_options(level if level != "all" else "explicit", epochs, hops, batch, threads, reading, select, loss)
+    check_level(level if level != "all" else "explicit")
+    if threads < 1:
+        raise InputError(f"--threads {threads}: must be at least 1")
+    config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
+                         select=select, loss=loss)
+    config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
     use_cache_dir(cache_dir)
@@ -92,8 +75,6 @@ def pathmind_train(
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     graph = KnowledgeGraph.load(kg)
     records = load_records(parse_spec(queries))
-    config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
-                         select=select, loss=loss)
     encoder_model = make_encoder(encoder)
     examples = [e for lv in (LEVELS if level == "all" else (level,))
                 for e in make_examples(graph, records, encoder_model, lv)]

@@ -143,7 +143,7 @@ def record_gold(record: dict):
 def query_from_record(record: dict, level: str):
     """The only fields inference may read: id, the question at ``level``, the topic ids in
     the order the record lists them."""
-    from adapath.methods.base import Query
+    from adapath.contract import Query
 
     return Query(str(record["data_id"]), level, record[f"{level}_query"],
                  tuple(int(k) for k in record["topic_entities"]))

@@ -22,8 +22,8 @@ import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapath.contract import Query
 from adapath.errors import InputError
-from adapath.methods.base import Query
 
 SINGLE_LEVEL = ("question",)
 

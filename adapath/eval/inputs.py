@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapath.contract import Result
 from adapath.datasets.specs import QuerySet
 from adapath.errors import InputError
 from adapath.jsonl import read_json_object
-from adapath.methods.base import Result
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from adapath.contract import Result
 from adapath.datasets.specs import Item, QuerySet
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
@@ -33,7 +34,6 @@ from adapath.eval.scoring import (
 )
 from adapath.eval.summary import summarize
 from adapath.eval.tables import table2, table4, table11, table24
-from adapath.methods.base import Result
 
 # what the benches and the CLI import from here
 __all__ = ["build_report", "gold_answer_names", "load_results", "record_scores", "render", "table2", "table4",

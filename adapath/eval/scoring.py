@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from adapath.contract import Result
 from adapath.datasets.specs import Gold, Item, QuerySet
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.traverse import WalkChecker
@@ -41,7 +42,6 @@ from adapath.eval.metrics import (
     multiple_choice_correct,
     triplet_recall,
 )
-from adapath.methods.base import Result
 
 RECALL_CAP = 100
 RECALL_SEED = 42

@@ -3,8 +3,8 @@
 - ``Walk``: a path from a topic entity, every step a real graph edge;
 - candidate reading: an entity's relations, its neighbours through one relation, and the
   seeded cap the papers put on long neighbour lists;
-- reply readers: scored relations (``{name (Score: 0.4)}``), names picked from a list, a
-  yes/no verdict, and the final answer (free text or an option letter);
+- reply readers of the search steps: scored relations (``{name (Score: 0.4)}``), names picked
+  from a list, a yes/no verdict (the final answer is read by ``read_reply``, as every method's);
 - what every result carries: maximal paths as ``[head_id, relation, tail_id]`` edges and the
   entities considered at each path depth.
 
@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.config import setting
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, Usage, prompts
-from adapath.llm.parse import lenient_reading, read_answer, read_option
-from adapath.methods.base import LLMCaller, Param, Query, Result
+from adapath.llm.parse import lenient_reading, read_reply
+from adapath.methods.base import LLMCaller
 
 
 @dataclass(frozen=True)
@@ -174,15 +176,8 @@ def braced_text(reply: str) -> str:
     return ""
 
 
-# The deviation of every search whose final reply ``read_final`` reads.
+# The deviation of every search whose final reply ``final_results`` reads (with ``read_reply``).
 READER_DEVIATION = lenient_reading("an entity its search reached (or an option)", "the best path's end")
-
-
-def read_final(reply: str, query: Query, candidates: list[str], best: str) -> tuple[str, str]:
-    """The answer and how it was read: an option letter for multiple choice, else free text."""
-    if query.options:
-        return read_option(reply, list(query.options))
-    return read_answer(reply, candidates, best)
 
 
 # ---------------------------------------------------------------- what results carry
@@ -295,7 +290,7 @@ def final_results(graph: KnowledgeGraph, call: LLMCaller, states: list[SearchSta
         paths = sorted(maximal(st.kept), key=lambda w: (-w.hops, -w.score))
         best = graph.name(paths[0].end) if paths else ""
         ends = list(dict.fromkeys(graph.name(w.end) for w in st.kept))
-        answer, source = read_final(st.reply, st.query, ends, best)
+        answer, source = read_reply(st.reply, st.query.options, ends, best)
         results.append(Result(
             st.query.id, st.query.level, answer, method=method, raw=st.reply, answer_source=source,
             paths=path_edges(graph, paths), explored=st.explored.as_ids(graph),
@@ -313,9 +308,10 @@ def topic_walks(graph: KnowledgeGraph, query: Query) -> list[Walk]:
 EXHAUSTED = ("knowledge", "paths")
 
 
-def exhausted_param(paper: str) -> Param:
-    return Param("exhausted", "knowledge", f"no answer by the depth limit: answer from the LLM's own "
-                                           f"knowledge ({paper}) or from the triplets (paths)")
+def exhausted_setting(paper: str) -> str:
+    """A search config's ``exhausted`` field: the LLM's own knowledge (the paper's) by default."""
+    return setting("knowledge", f"no answer by the depth limit: answer from the LLM's own knowledge ({paper}) "
+                                "or from the triplets (paths)")
 
 
 def check_exhausted(value: str, method: str) -> str:

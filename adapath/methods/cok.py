@@ -36,13 +36,14 @@ import re
 
 import numpy as np
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm import rationale_prompts as rp
 from adapath.llm.parse import lenient_reading, parse_answer, read_option, read_reply
 from adapath.methods import _rationales as ra
 from adapath.methods._kg_facts import Fact, Resolver, fact_edge, fact_names, facts_of, rank_facts
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 
 def _topics(graph: KnowledgeGraph, query: Query) -> list[int]:

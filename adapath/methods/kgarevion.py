@@ -33,12 +33,13 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage
 from adapath.llm import kgarevion_prompts as kp
 from adapath.llm.parse import lenient_reading, parse_triplets, read_reply
 from adapath.methods._kg_facts import Fact, Resolver, fact_edge, fact_names, facts_of, rank_facts
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 REVIEWS = ("kge", "oracle")
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 
+from adapath.contract import Query, Result
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.parse import lenient_reading, read_reply
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
 _EDGES = " \t\n\"'`.,;:!?()[]{}"

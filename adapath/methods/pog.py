@@ -32,22 +32,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.config import setting
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.llm.parse import parse_answer
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, config_from, params_of
 
 
 @dataclass
 class PoGConfig:
-    max_depth: int = 4
-    entity_cap: int = 70
-    max_reflections: int = 5
-    exhausted: str = "knowledge"
-    # PoG's settings: temperature 0.3, replies up to 4,096 tokens
-    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=4096, temperature=0.3))
+    max_depth: int = setting(4, "most exploration rounds")
+    max_tokens: int = setting(4096, "most tokens in each reply")
+    entity_cap: int = setting(70, "longer entity lists keep the names most similar to the question (--encoder)")
+    max_reflections: int = setting(5, "most additions of entities by reflection per question")
+    exhausted: str = s.exhausted_setting("PoG")
+    temperature: float = 0.3  # PoG's
+
+    @property
+    def params(self) -> GenerationParams:
+        return GenerationParams(max_tokens=self.max_tokens, temperature=self.temperature)
+
+    def check(self) -> None:
+        s.check_exhausted(self.exhausted, "pog")
+        if self.max_depth < 1 or self.entity_cap < 1 or self.max_tokens < 1:
+            raise InputError("--method pog: max_depth, entity_cap and max_tokens must be at least 1")
 
 
 @dataclass
@@ -67,6 +78,7 @@ class PlanOnGraph:
     def __init__(self, graph: KnowledgeGraph, llm: LLMBackend, encoder_factory=None,
                  config: PoGConfig | None = None):
         self.graph, self.config = graph, config or PoGConfig()
+        self.config.check()
         self._call = LLMCaller(llm, self.config.params)
         self._encoder_factory, self._encoder = encoder_factory, None
 
@@ -266,25 +278,15 @@ def read_reason(reply: str) -> str:
     return text.strip(" .:\n")[:300]
 
 
-def _builder(depth: int, max_tokens: int):
+# pog-d3: the depth every path baseline shares in like-for-like tables, with 512-token replies
+LIKE_FOR_LIKE = {"max_depth": 3, "max_tokens": 512}
+
+
+def _builder(**defaults):
     def build(context: MethodContext) -> PlanOnGraph:
-        p = context.params
-        config = PoGConfig(max_depth=p.get("max_depth", depth), entity_cap=p.get("entity_cap", 70),
-                           max_reflections=p.get("max_reflections", 5),
-                           exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "pog"),
-                           params=GenerationParams(max_tokens=p.get("max_tokens", max_tokens), temperature=0.3))
-        if config.max_depth < 1 or config.entity_cap < 1 or config.params.max_tokens < 1:
-            raise InputError("--method pog: max_depth, entity_cap and max_tokens must be at least 1")
+        config = config_from(PoGConfig, context.params, **defaults)
         return PlanOnGraph(context.graph, context.llm, context.encoder, config)
     return build
-
-
-def _params(depth: int, max_tokens: int) -> tuple[Param, ...]:
-    return (Param("max_depth", depth, "most exploration rounds"),
-            Param("max_tokens", max_tokens, "most tokens in each reply"),
-            Param("entity_cap", 70, "longer entity lists keep the names most similar to the question (--encoder)"),
-            Param("max_reflections", 5, "most additions of entities by reflection per question"),
-            s.exhausted_param("PoG"))
 
 
 # 1 decomposition; per depth one call per entity (relations) and per relation with 2+ tails
@@ -309,13 +311,13 @@ METHODS = [
     MethodSpec(
         "pog", "Plan-on-Graph: sub-objectives guide relation and entity exploration; memory; reflection adds "
                "entities; depth 4",
-        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(4, 4096), llm="required",
-        params=_params(4, 4096), repository="liyichen-cly/PoG", deviations=_DEVIATIONS, calls=POG_CALLS),
+        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(), llm="required",
+        config=PoGConfig, params=params_of(PoGConfig), repository="liyichen-cly/PoG", deviations=_DEVIATIONS, calls=POG_CALLS),
     MethodSpec(
         "pog-d3", "Plan-on-Graph at the shared depth 3 with 512-token replies (like-for-like tables); "
                   "otherwise pog",
-        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(3, 512), llm="required",
-        params=_params(3, 512), repository="liyichen-cly/PoG", calls=POG_CALLS,
+        "Plan-on-Graph (Chen et al., NeurIPS 2024)", _builder(**LIKE_FOR_LIKE), llm="required",
+        config=PoGConfig, params=params_of(PoGConfig, **LIKE_FOR_LIKE), repository="liyichen-cly/PoG", calls=POG_CALLS,
         deviations=("depth 3 instead of PoG's 4 and replies capped at 512 tokens instead of 4,096, on purpose: "
                     "the depth every path baseline shares in like-for-like tables", *_DEVIATIONS)),
 ]

@@ -21,21 +21,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from adapath.config import setting
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, config_from, params_of
 
 
 @dataclass
 class StructGPTConfig:
-    max_depth: int = 3
-    max_triples: int = 60  # facts read per relation (StructGPT's max_triples_per_relation for WebQSP)
-    seed: int = 42
-    exhausted: str = "knowledge"
+    max_depth: int = setting(3, "most reading steps (hops)")
+    max_triples: int = setting(60, "triples read per relation per step (a seeded sample beyond)")  # WebQSP's
+    seed: int = setting(42, "seed of the triple samples")
+    exhausted: str = s.exhausted_setting("StructGPT")
     # StructGPT: temperature 0, 300 new tokens
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=300, temperature=0.0))
+
+    def check(self, method: str = "structgpt") -> None:
+        s.check_exhausted(self.exhausted, method)
+        if self.max_depth < 1 or self.max_triples < 1:
+            raise InputError(f"--method {method}: max_depth and max_triples must be at least 1")
 
 
 @dataclass
@@ -130,23 +137,12 @@ class StructGPT:
                 st.finish(c.exhausted, "depth-limit", depth)
 
 
-def _builder(name: str, depth: int):
+def _builder(name: str, **defaults):
     def build(context: MethodContext) -> StructGPT:
-        p = context.params
-        config = StructGPTConfig(max_depth=p.get("max_depth", depth), max_triples=p.get("max_triples", 60),
-                                 seed=p.get("seed", 42),
-                                 exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), name))
-        if config.max_depth < 1 or config.max_triples < 1:
-            raise InputError(f"--method {name}: max_depth and max_triples must be at least 1")
+        config = config_from(StructGPTConfig, context.params, **defaults)
+        config.check(name)
         return StructGPT(context.graph, context.llm, config)
     return build
-
-
-def _params(depth: int) -> tuple[Param, ...]:
-    return (Param("max_depth", depth, "most reading steps (hops)"),
-            Param("max_triples", 60, "triples read per relation per step (a seeded sample beyond)"),
-            Param("seed", 42, "seed of the triple samples"),
-            s.exhausted_param("StructGPT"))
 
 
 _DEVIATIONS = (
@@ -165,13 +161,15 @@ METHODS = [
     MethodSpec(
         "structgpt", "StructGPT: iterative reading interfaces (the entities' relations, then triples through "
                      "the chosen relation); the LLM answers or asks for more; 3 steps",
-        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt", 3), llm="required", params=_params(3),
+        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt"), llm="required",
+        config=StructGPTConfig, params=params_of(StructGPTConfig),
         repository="RUCAIBox/StructGPT", calls="≤ 2D+1 = 7",
         deviations=("3 reading steps, the one three-hop limit the AdaPath paper sets for every method, where the "
                     "original's WebQSP script reads 2 (so that 3-hop answers can be reached; structgpt-d2 keeps 2)",
                     *_DEVIATIONS)),
     MethodSpec(
         "structgpt-d2", "StructGPT with the original's 2 reading steps (a 2-hop subgraph); otherwise structgpt",
-        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt-d2", 2), llm="required", params=_params(2),
+        "StructGPT (Jiang et al., EMNLP 2023)", _builder("structgpt-d2", max_depth=2), llm="required",
+        config=StructGPTConfig, params=params_of(StructGPTConfig, max_depth=2),
         repository="RUCAIBox/StructGPT", calls="≤ 2D+1 = 5", deviations=_DEVIATIONS),
 ]

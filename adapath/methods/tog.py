@@ -27,24 +27,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from adapath.config import setting
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, config_from, params_of
 
 
 @dataclass
 class ToGConfig:
-    width: int = 3
-    max_depth: int = 3
-    sample_at: int = 20  # candidate lists this long or longer are sampled down ...
-    sample_size: int = 5  # ... to this many (ToG's num_retain_entity)
-    exhausted: str = "knowledge"  # no yes by the depth limit: answer from "knowledge" or "paths"
-    seed: int = 42
+    width: int = setting(3, "beam width: relations kept per entity and reasoning paths kept per depth")
+    max_depth: int = setting(3, "most hops searched")
+    sample_at: int = setting(20, "neighbour lists this long or longer are sampled before the LLM scores them")
+    sample_size: int = setting(5, "how many neighbours such a sample keeps (ToG's num_retain_entity)")
+    exhausted: str = s.exhausted_setting("ToG")
+    seed: int = setting(42, "seed of the neighbour samples")
     # ToG's defaults: exploration at temperature 0.4, reasoning at 0, 256 new tokens
     explore: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=256, temperature=0.4))
     reason: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=256, temperature=0.0))
+
+    def check(self) -> None:
+        s.check_exhausted(self.exhausted, "tog")
+        for name in ("width", "max_depth", "sample_at", "sample_size"):
+            if getattr(self, name) < 1:
+                raise InputError(f"--method tog: --param {name} must be at least 1")
 
 
 class ThinkOnGraph:
@@ -52,6 +60,7 @@ class ThinkOnGraph:
 
     def __init__(self, graph: KnowledgeGraph, llm: LLMBackend, config: ToGConfig | None = None):
         self.graph, self.config = graph, config or ToGConfig()
+        self.config.check()
         self._call = LLMCaller(llm)
 
     def answer(self, queries: list[Query]) -> list[Result]:
@@ -141,30 +150,14 @@ class ThinkOnGraph:
 
 
 def _build(context: MethodContext) -> ThinkOnGraph:
-    p = context.params
-    config = ToGConfig(width=p.get("width", 3), max_depth=p.get("max_depth", 3),
-                       sample_at=p.get("sample_at", 20), sample_size=p.get("sample_size", 5),
-                       exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "tog"),
-                       seed=p.get("seed", 42))
-    for name in ("width", "max_depth", "sample_at", "sample_size"):
-        if getattr(config, name) < 1:
-            raise InputError(f"--method tog: --param {name} must be at least 1")
-    return ThinkOnGraph(context.graph, context.llm, config)
+    return ThinkOnGraph(context.graph, context.llm, config_from(ToGConfig, context.params))
 
-
-TOG_PARAMS = (
-    Param("width", 3, "beam width: relations kept per entity and reasoning paths kept per depth"),
-    Param("max_depth", 3, "most hops searched"),
-    Param("sample_at", 20, "neighbour lists this long or longer are sampled before the LLM scores them"),
-    Param("sample_size", 5, "how many neighbours such a sample keeps (ToG's num_retain_entity)"),
-    s.exhausted_param("ToG"),
-    Param("seed", 42, "seed of the neighbour samples"),
-)
 
 METHODS = [MethodSpec(
     "tog", "Think-on-Graph: LLM relation then entity pruning in a width-3 beam, a sufficiency check per depth "
            "whose {Yes} reply holds the answer",
-    "Think-on-Graph (Sun et al., ICLR 2024)", _build, llm="required", params=TOG_PARAMS,
+    "Think-on-Graph (Sun et al., ICLR 2024)", _build, llm="required", config=ToGConfig,
+    params=params_of(ToGConfig),
     repository="IDEA-FinAI/ToG", calls="≤ 40",
     deviations=(
         "worked examples are biomedical and in this project's words (ToG's shots are Freebase questions), "

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.config import setting
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.llm import GenerationParams, LLMBackend, Usage, prompts
@@ -52,7 +54,7 @@ from adapath.llm import rationale_prompts as rp
 from adapath.llm.parse import read_option
 from adapath.methods import _rationales as ra
 from adapath.methods import _search as s
-from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, Param, Query, Result
+from adapath.methods.base import LLMCaller, MethodContext, MethodSpec, config_from, params_of
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 RANK_DECAY = 0.8  # ToG-2's weight exp(-0.8 * rank) of a chunk's score in its entity's score
@@ -68,11 +70,14 @@ def chunk_text(text: str, size: int) -> list[str]:
     return [" ".join(parts[i:i + size]) for i in range(0, len(parts), size)]
 
 
+RANKERS = ("dense", "bm25")
+
+
 class Relevance:
     """Relevance of texts to a query: encoder cosine (dense) or BM25 over the texts given."""
 
     def __init__(self, kind: str, encoder_factory=None):
-        if kind not in ("dense", "bm25"):
+        if kind not in RANKERS:
             raise InputError(f"--method tog2: --param ranker={kind!r}: choose dense or bm25")
         self.kind, self._factory, self._encoder = kind, encoder_factory, None
         self._vectors: dict[str, np.ndarray] = {}
@@ -113,23 +118,37 @@ class Relevance:
 
 @dataclass
 class ToG2Config:
-    width: int = 3
-    max_depth: int = 3
-    sample_at: int = 50  # ToG-2 samples 50 of 50 or more neighbours
-    chunk_sentences: int = 3
-    top_chunks: int = 10  # chunks that score entities (ToG-2's k)
-    references: int = 10  # reference sentences in the reasoning prompt (num_sents_for_reasoning)
+    width: int = setting(3, "relations per entity and entities kept per depth")
+    max_depth: int = setting(3, "most hops searched")
+    sample_at: int = setting(50, "neighbour lists this long or longer are cut to a seeded sample of this size")
+    chunk_sentences: int = setting(3, "sentences per description chunk")
+    top_chunks: int = setting(10, "best-ranked chunks that score the candidate entities (k)")
+    references: int = setting(10, "reference sentences given to the reasoning prompt")  # num_sents_for_reasoning
+    ranker: str = setting("dense", "chunk relevance: dense (the --encoder's cosine) or bm25")
+    exhausted: str = s.exhausted_setting("ToG-2")
+    gate: bool = setting(True, "the chain-of-thought self-consistency gate (ToG-2's default)")
+    gate_samples: int = setting(10, "chains of thought sampled by the gate (at temperature 0.7)")
+    gate_threshold: float = setting(0.8, "share of the samples the majority answer needs to skip the graph")
+    bare_nodes: str = setting("facts", "text of a node without a description: facts (its name, type and typed "
+                                       "one-hop facts) or skip (unreachable, as without a page)")
+    clue: bool = setting(False, "feed the {No} reply's clue back into the next retrieval query and reasoning "
+                                "prompt (false: as the official main, whose clue slot stays empty)")
+    seed: int = setting(42, "seed of the neighbour samples and of the gate's first sample")
     topic_sentences: int = 3  # best chunks, then best sentences, of a topic entity's description
-    ranker: str = "dense"
-    exhausted: str = "knowledge"
-    seed: int = 42
-    gate: bool = True  # the chain-of-thought self-consistency gate
-    gate_samples: int = 10
-    gate_threshold: float = 0.8
-    bare_nodes: str = "facts"  # text of a node without a description: facts (name and one-hop facts) or skip
-    clue: bool = False  # feed the {No} reply's clue back (the official main leaves it empty)
     # ToG-2's defaults: temperature 0 throughout, 256 new tokens
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=256, temperature=0.0))
+
+    def check(self) -> None:
+        s.check_exhausted(self.exhausted, "tog2")
+        if self.bare_nodes not in ("facts", "skip"):
+            raise InputError(f"--method tog2: --param bare_nodes={self.bare_nodes!r}: choose facts or skip")
+        if not 0 <= self.gate_threshold <= 1:
+            raise InputError("--method tog2: --param gate_threshold must be between 0 and 1")
+        for name in ("width", "max_depth", "sample_at", "chunk_sentences", "top_chunks", "gate_samples"):
+            if getattr(self, name) < 1:
+                raise InputError(f"--method tog2: --param {name} must be at least 1")
+        if self.ranker not in RANKERS:
+            raise InputError(f"--method tog2: --param ranker={self.ranker!r}: choose dense or bm25")
 
 
 @dataclass
@@ -151,6 +170,7 @@ class ThinkOnGraph2:
                  config: ToG2Config | None = None):
         self.graph, self.relevance = graph, relevance
         self.config = config or ToG2Config()
+        self.config.check()
         self._call = LLMCaller(llm, self.config.params)
         self._chunks: dict[int, list[str]] = {}
 
@@ -357,22 +377,8 @@ def _entity_sections(reply: str, count: int) -> list[str]:
 
 
 def _build(context: MethodContext) -> ThinkOnGraph2:
-    p = context.params
-    config = ToG2Config(width=p.get("width", 3), max_depth=p.get("max_depth", 3),
-                        sample_at=p.get("sample_at", 50), chunk_sentences=p.get("chunk_sentences", 3),
-                        top_chunks=p.get("top_chunks", 10), references=p.get("references", 10),
-                        ranker=p.get("ranker", "dense"),
-                        exhausted=s.check_exhausted(p.get("exhausted", "knowledge"), "tog2"),
-                        seed=p.get("seed", 42), gate=p.get("gate", True),
-                        gate_samples=p.get("gate_samples", 10), gate_threshold=p.get("gate_threshold", 0.8),
-                        bare_nodes=p.get("bare_nodes", "facts"), clue=p.get("clue", False))
-    if config.bare_nodes not in ("facts", "skip"):
-        raise InputError(f"--method tog2: --param bare_nodes={config.bare_nodes!r}: choose facts or skip")
-    if not 0 <= config.gate_threshold <= 1:
-        raise InputError("--method tog2: --param gate_threshold must be between 0 and 1")
-    for name in ("width", "max_depth", "sample_at", "chunk_sentences", "top_chunks", "gate_samples"):
-        if getattr(config, name) < 1:
-            raise InputError(f"--method tog2: --param {name} must be at least 1")
+    config = config_from(ToG2Config, context.params)
+    config.check()
     return ThinkOnGraph2(context.graph, context.llm, Relevance(config.ranker, context.encoder), config)
 
 
@@ -395,20 +401,5 @@ METHODS = [MethodSpec(
         "chunks and sentences are ranked with this project's --encoder (minilm by default) where the official "
         "code ranks them with BAAI/bge-large-en-v1.5 ('bge-bi'); ranker=bm25 is ToG-2's other option",
         s.READER_DEVIATION),
-    params=(Param("width", 3, "relations per entity and entities kept per depth"),
-            Param("max_depth", 3, "most hops searched"),
-            Param("sample_at", 50, "neighbour lists this long or longer are cut to a seeded sample of this size"),
-            Param("chunk_sentences", 3, "sentences per description chunk"),
-            Param("top_chunks", 10, "best-ranked chunks that score the candidate entities (k)"),
-            Param("references", 10, "reference sentences given to the reasoning prompt"),
-            Param("ranker", "dense", "chunk relevance: dense (the --encoder's cosine) or bm25"),
-            s.exhausted_param("ToG-2"),
-            Param("gate", True, "the chain-of-thought self-consistency gate (ToG-2's default)"),
-            Param("gate_samples", 10, "chains of thought sampled by the gate (at temperature 0.7)"),
-            Param("gate_threshold", 0.8, "share of the samples the majority answer needs to skip the graph"),
-            Param("bare_nodes", "facts", "text of a node without a description: facts (its name, type and "
-                                         "typed one-hop facts) or skip (unreachable, as without a page)"),
-            Param("clue", False, "feed the {No} reply's clue back into the next retrieval query and reasoning "
-                                 "prompt (false: as the official main, whose clue slot stays empty)"),
-            Param("seed", 42, "seed of the neighbour samples and of the gate's first sample")),
+    config=ToG2Config, params=params_of(ToG2Config),
 )]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adapath.config import setting
 from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.walks import (
     DAMPING,
@@ -43,21 +44,30 @@ from adapath.engine.walks import (
     sum_by_node,
     through,
 )
+from adapath.errors import InputError
 
 
 @dataclass
 class WalkConfig:
-    damping: float = DAMPING
+    """The walk scorer's weights; the four with help are ``--param``s of ``adapath``."""
+
+    damping: float = setting(DAMPING, "walk: DWPC degree-damping exponent")
     text: float = 4.0  # weight of the BM25 node term in a node's potential
     embed: float = 8.0  # weight of the embedding cosine in a node's potential
-    end: float = 6.0  # extra weight of the end node's cosine
-    lexical: float = 2.0  # weight of the end node's BM25 relative to the best candidate's
-    focus: float = 8.0  # weight of the end node's cosine to the question's wh-phrase
+    end: float = setting(6.0, "walk: weight of a candidate's cosine to the question at the last step")
+    lexical: float = setting(2.0, "walk: weight of a candidate's BM25 match to the question, relative to "
+                                  "the best candidate's (0: off)")
+    focus: float = setting(8.0, "walk: weight of a candidate's cosine to the question's wh-phrase (0: off)")
     shorter: float = 0.5  # weight of a meta-path prefix that ends in the answer type, relative
     mentioned: float = 0.0  # factor on a candidate the question names (questions describe answers)
     answers: int = 5  # top candidates whose walks are returned
     walks_per_answer: int = 2
     explore: int = 15  # nodes per depth reported as explored
+
+    def check(self) -> None:
+        for name in ("damping", "end", "lexical", "focus"):
+            if getattr(self, name) < 0:
+                raise InputError(f"--param {name}={getattr(self, name)}: must be at least 0")
 
 
 @dataclass

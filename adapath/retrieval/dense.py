@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from adapath.errors import InputError
+from adapath.retrieval import DEFAULT_ENCODER
 from adapath.retrieval.cache_dir import GraphCache
 from adapath.retrieval.node_store import (
     CHARS,
@@ -305,7 +306,7 @@ def check_encoder(spec: str) -> None:
                      "or a sentence-transformers model directory")
 
 
-def make_encoder(spec: str = "minilm", device: str = "cpu", backend: str = "torch", batch_size: int = 64,
+def make_encoder(spec: str = DEFAULT_ENCODER, device: str = "cpu", backend: str = "torch", batch_size: int = 64,
                  threads: int | None = None):
     """``hashing``, ``minilm`` (the shipped all-MiniLM-L6-v2), a sentence-transformers model
     directory or a Hub id already in the local cache. The encoder remembers ``spec`` so

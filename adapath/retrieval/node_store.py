@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from adapath.errors import InputError
+from adapath.retrieval.cache_dir import can_write
 
 FORMAT = "adapath-node-embeddings"
 FORMAT_VERSION = 1
@@ -194,6 +195,50 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# ---------------------------------------------------------------------- where `kg embed` writes
+def check_dtype(dtype: str | None) -> None:
+    """A storage dtype asked for (None: the store's own, or the default)."""
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError(f"--dtype {dtype!r}: choose float32 or float16")
+
+
+@dataclass
+class EmbedTarget:
+    """Where a bulk pass writes a graph's node store, and what it holds there."""
+
+    path: Path
+    expect: dict  # the header the store must match (``expected_header``)
+    dtype: str
+    complete: bool  # the store there is whole already: nothing to encode
+
+
+def embed_target(graph, encoder_name: str, places, dtype: str | None = None, force: bool = False) -> EmbedTarget:
+    """The store ``kg embed`` fills: the one already in a cache place (``places``, a
+    ``GraphCache``) is resumed in its own dtype (asking for another is an error), unless
+    ``force`` removes it (a read-only one is left where it is and a new one made in a writable
+    place); else a new store in the first writable place, in ``dtype`` or the default."""
+    check_dtype(dtype)
+    name = store_name(encoder_name)
+    expect = expected_header(graph, encoder_name)
+    path = places.find(name, HEADER)
+    if path is not None and force:
+        if can_write(path.parent):
+            shutil.rmtree(path)
+        path = None  # a read-only store stays; the new one goes to a writable place
+    if path is None:
+        path = places.writable(name)
+        if path is None:
+            raise InputError(f"nowhere to write node embeddings for {places.graph_dir}: pass --cache-dir DIR")
+        return EmbedTarget(path, expect, dtype or DEFAULT_DTYPE, False)
+    store = NodeStore.open(path, expect)
+    try:
+        if dtype is not None and store.header["dtype"] != dtype:
+            raise InputError(f"{path}: the store holds {store.header['dtype']}; pass --force to rebuild it as {dtype}")
+        return EmbedTarget(path, expect, store.header["dtype"], store.complete)
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------------- the bulk pass

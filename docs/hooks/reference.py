@@ -154,7 +154,7 @@ def bank_schema_markdown() -> str:
 def result_fields_markdown() -> str:
     import dataclasses
 
-    from adapath.methods.base import _SHARED, Result
+    from adapath.contract import _SHARED, Result
 
     types = {f.name: f.type for f in dataclasses.fields(Result)}
     rows = ["| field | Python type |", "|---|---|"]

@@ -31,7 +31,8 @@ class MetaPathGuide:
         context = MethodContext(graph, graph_dir=graph_dir, bank=Path(bank), params=spec.resolve_params(params or {}),
                                 _encoder=encoder)
         self.graph, self.adapath = graph, spec.make(context)
-        self.adapath.walks.config = replace(self.adapath.walks.config, answers=candidates)
+        walks = self.adapath.explorer.scorer
+        walks.config = replace(walks.config, answers=candidates)
 
     def guides(self, queries) -> list[Guide | None]:
         """Per query (``adapath.methods.base.Query``): the walk scorer's candidates; None where

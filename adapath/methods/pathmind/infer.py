@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from adapath.contract import Query, Result
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import parse_answer_set, read_reply
-from adapath.methods.base import LLMCaller, Query, Result
+from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
 from adapath.methods.pathmind.select import Selection, select_entities
