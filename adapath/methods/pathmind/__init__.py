@@ -88,5 +88,8 @@ METHODS = [
         params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight on the priority logit")),
         repository="liuyudiy/PathMind", calls="0, LLM 1",
         deviations=("a blend of two methods: the priority reads AdaPath's walk scorer (its candidates from the "
-                    "Path-Bank), which PathMind never does", *_DEVIATIONS)),
+                    "Path-Bank), which PathMind never does; measured on 1,200 held-out BioStrat-QA questions (HPO "
+                    "base with competitors, scale 1.0, MiniLM, no LLM), it gives AdaPath's walk answer in 87.7% of "
+                    "them (pathmind alone: 46.9%), strict EM 77.5 against the walk's 76.8 "
+                    "(docs/benchmarks/pathmind_real.md)", *_DEVIATIONS)),
 ]
