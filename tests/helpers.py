@@ -36,3 +36,12 @@ def generated_world(root, graph_seed, questions, question_seed, name="q.jsonl", 
     records = QueryGenerator(graph).generate(questions, seed=question_seed)
     (root / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     return graph, records
+
+
+def ctrl_c_enabled() -> None:
+    """A child's SIGINT back to the default before it starts (``preexec_fn``): a child of a
+    launcher that ignores SIGINT (nohup under a shell without job control) inherits the ignore,
+    and Python then installs no KeyboardInterrupt handler, so a test's Ctrl-C would go unheard."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -14,6 +14,7 @@ from adapath.methods.base import LLMCaller, MethodSpec, Param
 from adapath.methods.registry import all_methods
 from adapath.methods.run import Interrupted, finished_pairs, load_results, run_queries
 from tests.conftest import SHARED, run_cli
+from tests.helpers import ctrl_c_enabled
 
 
 class EchoMethod:
@@ -209,7 +210,8 @@ def test_sigint_in_a_real_process_prints_the_resume_line(tmp_path):
         f"    run_queries(Slow, qs, {str(tmp_path / 'r.jsonl')!r}, batch=1)\n"
         "except Interrupted as exc:\n"
         "    print(exc, file=sys.stderr); sys.exit(130)\n")
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_enabled)
     assert proc.stdout.readline().strip() == "batch"
     time.sleep(0.1)
     proc.send_signal(signal.SIGINT)

@@ -27,6 +27,7 @@ from adapath.methods.registry import all_methods, get_method
 from adapath.methods.run import answer_all, load_results
 from adapath.sources.synthetic import generate
 from tests.conftest import run_cli
+from tests.helpers import ctrl_c_enabled
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -181,7 +182,7 @@ def test_serve_command_over_another_backend_and_ctrl_c(served):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "adapath.cli", "llm", "serve", "--port", "0", "--name", "proxy",
                              "--llm", f"openai:http://127.0.0.1:{server.server_port}/v1#scripted"],
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, preexec_fn=ctrl_c_enabled)
     try:
         line = proc.stderr.readline()
         assert "serving openai:" in line and "#proxy" in line, line

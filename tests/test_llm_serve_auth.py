@@ -16,6 +16,7 @@ import pytest
 
 from adapath.llm import GenerationParams, LLMError, ScriptedBackend, make_backend
 from adapath.llm.serve import make_server
+from tests.helpers import ctrl_c_enabled
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "s3cret-key"
@@ -82,7 +83,7 @@ def serve(args, env_extra=None):
     env.update(env_extra or {})
     proc = subprocess.Popen([sys.executable, "-m", "adapath.cli", "llm", "serve", "--port", "0",
                              "--llm", "openai:http://127.0.0.1:9/v1#m", *args],
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, preexec_fn=ctrl_c_enabled)
     lines = []
     while not any("serving" in x for x in lines):
         line = proc.stderr.readline()
