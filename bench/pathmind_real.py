@@ -94,6 +94,19 @@ def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model
     return [r for r in load_results(out) if (r.id, r.level) in wanted]
 
 
+def nodes_of(graph, ids) -> np.ndarray:
+    """The graph's places of the external ``ids`` it holds (the others dropped)."""
+    nodes = graph.index_of([int(v) for v in ids], missing="ignore")
+    return nodes[nodes >= 0]
+
+
+def topic_reach(graph, relational, record: dict, hops: int) -> list[np.ndarray]:
+    """Masks of the nodes within 0..hops steps of the record's topics."""
+    seeds = np.zeros(graph.num_nodes, dtype=np.bool_)
+    seeds[graph.index_of([int(t) for t in record["topic_entities"]])] = True
+    return relational.reach(seeds, hops)
+
+
 def in_subgraph(graph, records: list[dict], hops: int) -> dict:
     """% of records with a valid answer within ``hops`` steps of a topic, per hop count."""
     from adapath.methods.pathmind.propagate import RelationalGraph
@@ -101,12 +114,8 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
     relational = RelationalGraph(graph)
     kept: dict[int, list[bool]] = {}
     for r in records:
-        topics = graph.index_of([int(k) for k in r["topic_entities"]])
-        seeds = np.zeros(graph.num_nodes, dtype=np.bool_)
-        seeds[topics] = True
-        inside = relational.reach(seeds, hops)[-1]
-        answers = graph.index_of([int(v) for v in r["valid_answer_ids"]], missing="ignore")
-        answers = answers[answers >= 0]
+        inside = topic_reach(graph, relational, r, hops)[-1]
+        answers = nodes_of(graph, r["valid_answer_ids"])
         kept.setdefault(int(r["num_hops"]), []).append(bool(len(answers)) and bool(inside[answers].any()))
     return {str(h): round(100 * float(np.mean(v)), 1) for h, v in sorted(kept.items())}
 
@@ -128,19 +137,15 @@ def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict
     table: dict[str, dict[str, int]] = {}
     for result in results:
         record = by_id[str(result.id)]
-        answers = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
-        answers = answers[answers >= 0]
-        chosen = graph.index_of([int(v) for v in result.extra.get("prioritized", [])[:k]], missing="ignore")
+        answers = nodes_of(graph, record["valid_answer_ids"])
+        chosen = nodes_of(graph, result.extra.get("prioritized", [])[:k])
         cell = table.setdefault(str(record["num_hops"]), {"questions": 0, "misses": 0} | dict.fromkeys(FAILURES, 0))
         cell["questions"] += 1
         if set(chosen.tolist()) & set(answers.tolist()):
             continue
         cell["misses"] += 1
         if str(result.id) not in depth_of:
-            topics = graph.index_of([int(t) for t in record["topic_entities"]])
-            seeds = np.zeros(graph.num_nodes, dtype=np.bool_)
-            seeds[topics] = True
-            masks = relational.reach(seeds, 3)
+            masks = topic_reach(graph, relational, record, 3)
             depth = np.full(graph.num_nodes, 4, dtype=np.int8)  # 4: beyond three hops
             for d in range(3, -1, -1):
                 depth[masks[d]] = d
