@@ -610,3 +610,153 @@ def test_browser_three_thousand_questions(browser, world, tmp_path):
     expected_names = {NAMES[i] for i in (2, 5, 7)}  # record 2999 is a copy of the third record
     assert expected_names <= set(shown_node_titles(browser, "alpha"))
     assert browser.errors() == []
+
+
+# ------------------------------------------------------------------ demo-like pages, read as a person does
+# Result fields the page draws in places of their own (the contract's fields, as the viewer guide
+# lists them); every other field of a result line belongs under "Other fields".
+OWN_PLACES = {"id", "level", "method", "answer", "raw", "answer_source", "paths", "explored", "metapaths",
+              "control", "fallback", "usage", "retrieved", "prioritized"}
+
+# Opens every <details>, then reports what a reader would see as broken: JavaScript objects
+# printed as text, and a section or a <details> with nothing under its heading.
+READ_PAGE = """(() => {
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  const problems = [];
+  const text = document.body.innerText;
+  for (const m of text.matchAll(/.{0,40}\\[object [^\\]]*\\].{0,40}/g)) problems.push('object text: ' + m[0]);
+  const shows = (nodes) => nodes.some((n) => n.nodeType === Node.TEXT_NODE ? n.textContent.trim() !== ''
+      : n.nodeType === Node.ELEMENT_NODE && ((n.innerText || '').trim() !== '' || n.querySelector('svg') !== null));
+  for (const d of document.querySelectorAll('details')) {
+    if (!shows([...d.childNodes].filter((n) => n.nodeName !== 'SUMMARY'))) {
+      problems.push('empty details: ' + d.querySelector('summary').textContent);
+    }
+  }
+  for (const s of document.querySelectorAll('section')) {
+    if (!shows([...s.childNodes].filter((n) => n.nodeName !== 'H3'))) {
+      problems.push('empty section: ' + (s.querySelector('h3') || s).textContent);
+    }
+  }
+  return problems;
+})()"""
+
+
+def read_page(browser) -> list[str]:
+    """What a reader of the page now shown would find broken (empty: nothing)."""
+    return browser.evaluate(READ_PAGE)
+
+
+def details_rows(browser, scope: str, summary_start: str) -> list[list[str]] | None:
+    """The dt/dd pairs (or table rows) under the <details> whose summary starts with
+    ``summary_start`` within ``scope``; None when there is no such <details>."""
+    return browser.evaluate(f"""(() => {{
+      const d = [...document.querySelectorAll({json.dumps(scope + ' details')})]
+        .find((x) => x.querySelector('summary').textContent.startsWith({json.dumps(summary_start)}));
+      if (!d) return null;
+      d.open = true;
+      const dts = [...d.querySelectorAll('dt')];
+      if (dts.length) return dts.map((t) => [t.innerText, t.nextElementSibling.innerText]);
+      return [...d.querySelectorAll('tr')].slice(1).map((r) => [...r.children].map((c) => c.innerText));
+    }})()""")
+
+
+def cli_ok(*args) -> None:
+    """Run the CLI in this process and require success (module fixtures cannot use capsys)."""
+    from adapath.cli import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        assert exc.code in (0, None), f"adapath {' '.join(map(str, args))}: exit {exc.code}"
+
+
+@pytest.fixture(scope="module")
+def demo(small_world) -> dict:
+    """The README's demo in small: a generated graph, its generated questions and their
+    Path-Bank (conftest's small world), every question answered at all three levels by
+    `adapath answer`, and both pages written by the commands, into report/."""
+    root = small_world
+    answers = root / "answers.jsonl"
+    report = root / "report"
+    cli_ok("answer", "--kg", root / "kg", "--bank", root / "bank", "--queries", f"biostrat:{root / 'q.jsonl'}",
+           "--level", "all", "--encoder", "hashing", "--out", answers, "--force")
+    cli_ok("view", "--results", f"adapath={answers}", "--results", f"again={answers}",
+           "--queries", f"biostrat:{root / 'q.jsonl'}", "--kg", root / "kg", "--out", report / "view.html")
+    cli_ok("bank", "view", root / "bank", "--kg", root / "kg", "--out", report / "bank.html")
+    lines = [json.loads(x) for x in answers.read_text().splitlines()]
+    return {"root": root, "answers": answers, "lines": lines, "view": report / "view.html",
+            "bank_page": report / "bank.html", "bank": root / "bank",
+            "settings": json.loads((root / "answers.jsonl.settings.json").read_text())}
+
+
+def test_browser_demo_view_page_reads_as_a_person_does(browser, demo):
+    """Every question at every level, alone and beside another method: no object printed as
+    text, no empty section, the sections the result lines have data for all there, no
+    console error."""
+    browser.open(demo["view"].as_uri())
+    assert browser.errors() == []
+    for line in demo["lines"]:
+        key = f"{line['id']}|{line['level']}"
+        choose_row_visible(browser, key)
+        assert read_page(browser) == [], key
+        card = '[data-method="adapath"]'
+        retrieved = details_rows(browser, card, "Retrieved training queries")
+        if line.get("retrieved"):
+            assert retrieved is not None and len(retrieved) == len(line["retrieved"]), key
+            assert [row[0] for row in retrieved] == [str(x["id"]) for x in line["retrieved"]]
+        other = details_rows(browser, card, "Other fields")
+        extra = [k for k in line if k not in OWN_PLACES]
+        assert (other is None) == (not extra), key
+        if extra:
+            assert [row[0] for row in other] == extra
+            assert all(row[1].strip() for row in other)
+        settings = details_rows(browser, card, "Run settings")
+        assert settings is not None and [row[0] for row in settings] == list(demo["settings"])
+        for (name, shown), value in zip(settings, demo["settings"].values()):
+            if name not in ("bank", "model", "topics"):  # paths: shown relative to the page
+                assert shown == (value if isinstance(value, str) else json.dumps(value)) or json.loads(shown) == value
+    # side by side: both columns' further parts
+    browser.open(demo["view"].as_uri() + "#m=adapath&vs=again")
+    for line in demo["lines"][:6]:
+        choose_row_visible(browser, f"{line['id']}|{line['level']}")
+        assert read_page(browser) == []
+        for method in ("adapath", "again"):
+            scope = f'.mcell[data-method="{method}"]'
+            if line.get("retrieved"):
+                assert len(details_rows(browser, scope, "Retrieved training queries")) == len(line["retrieved"])
+            if any(k not in OWN_PLACES for k in line):
+                assert details_rows(browser, scope, "Other fields") is not None
+    assert browser.errors() == []
+
+
+def test_browser_demo_bank_page_reads_as_a_person_does(browser, demo):
+    """The bank page of the demo: every sampled query shown in turn, no object printed as
+    text, no empty section, each build parameter with its value, no console error."""
+    browser.open(demo["bank_page"].as_uri())
+    assert browser.errors() == []
+    assert read_page(browser) == []
+    manifest = json.loads((demo["bank"] / "manifest.json").read_text())
+    shown = details_rows(browser, "", "Build parameters")
+    assert shown is not None
+    assert [name for name, _ in shown] == list(manifest["parameters"])
+    assert [json.loads(value) for _, value in shown] == list(manifest["parameters"].values())
+    keys = browser.evaluate("[...document.querySelectorAll('#samples .row')].map(r => r.dataset.key)")
+    assert keys
+    for key in keys:
+        browser.evaluate(f"document.querySelector('#samples .row[data-key={json.dumps(key)}]').click()")
+        assert read_page(browser) == [], key
+    assert browser.errors() == []
+
+
+def test_reading_finds_object_text_empty_sections_and_console_errors(browser, tmp_path):
+    """The reader's checks themselves: a page with an object printed as text, an empty
+    <details> and a console error is caught on each count."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><p>[object HTMLElement]</p>"
+                    "<details><summary>Nothing</summary></details><section><h3>Empty</h3></section>"
+                    "<script>console.error('broken'); document.body.dataset.ready = '1';</script></body></html>")
+    browser.open(page.as_uri())
+    problems = read_page(browser)
+    assert any(p.startswith("object text: ") for p in problems)
+    assert "empty details: Nothing" in problems and "empty section: Empty" in problems
+    assert browser.errors() == ["broken"]

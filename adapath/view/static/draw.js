@@ -44,7 +44,8 @@ const VIEW = (() => {
       else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v === true ? "" : v);
     }
-    for (const c of children.flat()) {
+    // children may nest arrays of nodes to any depth (a helper's list inside a list): all unpacked
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -58,7 +59,7 @@ const VIEW = (() => {
       if (k === "text") e.textContent = v;
       else e.setAttribute(k, v);
     }
-    for (const c of children.flat()) if (c) e.append(c);
+    for (const c of children.flat(Infinity)) if (c) e.append(c);
     return e;
   }
 
@@ -147,8 +148,12 @@ const VIEW = (() => {
         edges.set(key, e);
       }
     }
-    const columns = [];
-    for (const id of seen) (columns[column.get(id)] = columns[column.get(id)] || []).push(id);
+    const sparse = [];
+    for (const id of seen) (sparse[column.get(id)] = sparse[column.get(id)] || []).push(id);
+    // A depth where no node stands first (each one there is nearer the start on another path)
+    // would leave an empty column, and a hole that makes the drawing's height NaN: close it.
+    const columns = sparse.filter(Boolean);
+    columns.forEach((ids, k) => ids.forEach((id) => column.set(id, k)));
     const row = new Map();
     columns.forEach((ids, k) => {
       if (k > 0) {

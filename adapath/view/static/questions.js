@@ -260,7 +260,7 @@
     const r = result(row, m);
     const card = el("div", { cls: "card method", "data-method": m }, headPart(m, r, row.q));
     if (r !== null) card.append(V.section(`Paths (${r.pathCount})`, pathsPart(r, row.q)),
-                                V.section("Explored entities per depth", exploredBlock(r, row.q)), morePart(r));
+                                V.section("Explored entities per depth", exploredBlock(r, row.q)), ...morePart(r));
     return el("div", { cls: "methods n1", id: "methods" }, card);
   }
 
