@@ -44,7 +44,7 @@ class Result:
     # reply names), "stated" (an answer stated in words, no braces), "best-path" (the reply was
     # unreadable: the best path's end), "extractive" (no LLM), "none" (nothing to answer with)
     answer_source: str = "extractive"
-    paths: list[list[list]] = field(default_factory=list)  # [[head_id, relation, tail_id], ...]
+    paths: list[list[list]] = field(default_factory=list)  # [[head_id, relation, tail_id(, "reversed")], ...]
     explored: dict[str, list[int]] = field(default_factory=dict)  # depth -> external ids
     metapaths: list[dict] = field(default_factory=list)  # [{"metapath", "score"}, ...]
     control: dict = field(default_factory=dict)  # predicted answer type and hops, when any
@@ -96,14 +96,32 @@ def _depth_key(field_name: str, key) -> None:
         raise ResultShapeError(field_name, f"depth {key!r}: expected integer depths") from None
 
 
+# A path step is [head_id, relation, tail_id] in the order the path walks it; a step that walks
+# its edge against the stored direction (the graph stores tail -relation-> head) carries this
+# fourth element. A step without it was walked along its edge, or by a method (or a file
+# older than the marker) that does not record directions.
+REVERSED = "reversed"
+
+
+def path_step(head_id: int, relation: str, tail_id: int, forward: bool = True) -> list:
+    """One step of a result path, walked head -> tail; ``forward``: the edge is stored head -> tail."""
+    return [head_id, relation, tail_id] if forward else [head_id, relation, tail_id, REVERSED]
+
+
+def step_reversed(step) -> bool:
+    """Whether a path step is marked as walked against its edge's stored direction."""
+    return len(step) == 4 and step[3] == REVERSED
+
+
 def _check_triplets(field_name: str, steps, where: str) -> None:
     if not isinstance(steps, list):
         raise ResultShapeError(field_name, f"{where} must be a list of [head_id, relation, tail_id] steps")
     for step in steps:
-        if not (isinstance(step, list) and len(step) == 3 and _is_int(step[0]) and isinstance(step[1], str)
-                and _is_int(step[2])):
+        if not (isinstance(step, list) and len(step) in (3, 4) and _is_int(step[0]) and isinstance(step[1], str)
+                and _is_int(step[2]) and (len(step) == 3 or step[3] == REVERSED)):
             raise ResultShapeError(field_name, f"{where}: step {step!r} is not [head_id, relation, tail_id] "
-                                   "(two node ids and a relation name)")
+                                   f"(two node ids and a relation name; {REVERSED!r} fourth for a step walked "
+                                   "against its edge's stored direction)")
 
 
 def _check_metapaths(field_name: str, entries) -> None:

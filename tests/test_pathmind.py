@@ -277,7 +277,7 @@ def test_paths_lead_from_a_topic_through_the_selection(trained):
         ends = []
         for path in r.paths:
             assert path[0][0] in q.topic_ids
-            for (h, rel, t), nxt in zip(path, path[1:] + [None]):
+            for (h, rel, t, *_), nxt in zip(path, path[1:] + [None]):  # a fourth item marks a reversed step
                 hi, ti = graph.index_of([h, t])
                 nbrs, rels = graph.neighbors(int(hi))
                 assert any(int(v) == ti and graph.relation_names[x] == rel for v, x in zip(nbrs, rels))

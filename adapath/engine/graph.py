@@ -173,10 +173,12 @@ class KnowledgeGraph:
         return self.type_names[int(self.node_type[node])]
 
     def named_triplets(self, path) -> list[tuple[str, str, str] | None]:
-        """``[head_id, relation, tail_id]`` steps (external ids) as (head name, relation, tail
-        name); None for a step with an end not in the graph."""
+        """``[head_id, relation, tail_id]`` steps (external ids; a fourth element, the step's
+        direction mark, is dropped) as (head name, relation, tail name); None for a step with
+        an end not in the graph."""
         named = []
-        for head, relation, tail in path:
+        for step in path:
+            head, relation, tail = step[:3]
             h, t = self.index_of([head, tail], missing="ignore")
             named.append((self.name(h), relation, self.name(t)) if h >= 0 and t >= 0 else None)
         return named

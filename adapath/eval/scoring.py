@@ -168,14 +168,17 @@ def _metapath_text(entry, result: Result) -> str:
 
 def retrieved_triplets(result: Result) -> dict[int, list[tuple]]:
     """Depth -> the (head_id, relation, tail_id) triplets a result retrieved there: step d of
-    each of its paths, and its ``explored_edges`` at depth d when it records them."""
+    each of its paths, and its ``explored_edges`` at depth d when it records them (a step's
+    direction mark is dropped: recall matches either orientation)."""
     pools: dict[int, list[tuple]] = defaultdict(list)
     try:
         for path in result.paths:
-            for depth, (head, relation, tail) in enumerate(path, start=1):
+            for depth, step in enumerate(path, start=1):
+                head, relation, tail = step[:3]
                 pools[depth].append((head, relation, tail))
         for depth, edges in (result.extra.get("explored_edges") or {}).items():
-            for head, relation, tail in edges:
+            for step in edges:
+                head, relation, tail = step[:3]
                 pools[int(depth)].append((head, relation, tail))
     except (TypeError, ValueError):
         raise InputError(f"result {result.id!r}: paths and explored_edges must hold "

@@ -57,15 +57,27 @@ def answer_format(options: tuple[str, ...] = ()) -> list[str]:
     return ["Give the single best answer entity's name wrapped in braces, for example {aspirin}."]
 
 
-def answer_set(question: str, paths: list[list[tuple[str, str, str]]], options: tuple[str, ...] = ()) -> str:
+def path_chain(path) -> str:
+    """One path as the reasoning prompt prints it, from the topic: ``a -[r]-> b`` for a step
+    along its stored edge (a r b), ``b <-[r]- c`` for one walked against it (the graph states
+    c r b). Steps are (head, relation, tail) in walked order, with an optional fourth item:
+    whether the edge is stored head -> tail (True when absent)."""
+    text = str(path[0][0]) if path else ""
+    for step in path:
+        relation, tail = step[1], step[2]
+        forward = step[3] if len(step) > 3 else True
+        text += f" -[{relation}]-> {tail}" if forward else f" <-[{relation}]- {tail}"
+    return text
+
+
+def answer_set(question: str, paths: list[list[tuple]], options: tuple[str, ...] = ()) -> str:
     """PathMind's single reasoning call: the question and its prioritized paths, each path a
-    chain from the topic; the reply is an answer set, best first (an option letter for
-    multiple choice)."""
+    chain from the topic (:func:`path_chain`); the reply is an answer set, best first (an
+    option letter for multiple choice)."""
     lines = ["Answer the biomedical question using the prioritized knowledge-graph paths below.",
-             f"Question: {question}", "Paths:"]
+             f"Question: {question}", "Paths (x -[r]-> y: x r y; x <-[r]- y: y r x):"]
     for i, path in enumerate(paths, start=1):
-        chain = path[0][0] + "".join(f" -[{relation}]-> {tail}" for _, relation, tail in path)
-        lines.append(f"{i}. {chain}")
+        lines.append(f"{i}. {path_chain(path)}")
     if not paths:
         lines.append("(none found)")
     if options:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from adapath.contract import REVERSED
 from adapath.errors import InputError
 
 # Result fields the page draws in their own way; any other field is listed as it is.
@@ -90,7 +91,9 @@ def _finite(value):
 
 
 def _chain(path, where: str) -> dict:
-    """``[[head, relation, tail], ...]`` -> ``{"n": node ids, "r": relations}`` along the walk.
+    """``[[head, relation, tail], ...]`` -> ``{"n": node ids, "r": relations}`` along the walk,
+    with ``"b"``: the steps (0-based, along the drawing) whose edge is stored the other way,
+    when the path marks any step ``"reversed"`` (see ``adapath.contract.path_step``).
 
     A step given tail-first is turned round; a step that does not touch the previous one
     starts after a gap drawn as relation "?".
@@ -99,25 +102,29 @@ def _chain(path, where: str) -> dict:
         raise InputError(f"{where}: a path must be a non-empty list of [head, relation, tail]")
     nodes: list[int] = []
     relations: list[str] = []
+    backward: list[int] = []
     for step in path:
-        if not (isinstance(step, list) and len(step) == 3):
+        if not (isinstance(step, list) and (len(step) == 3 or (len(step) == 4 and step[3] == REVERSED))):
             raise InputError(f"{where}: path step {step!r} is not [head, relation, tail]")
         try:
             head, tail = int(step[0]), int(step[2])
         except (TypeError, ValueError):
             raise InputError(f"{where}: path step {step!r} has a non-integer node id") from None
         relation = str(step[1])
+        turned = False
         if not nodes:
             nodes.append(head)
         elif head != nodes[-1]:
             if tail == nodes[-1]:
-                head, tail = tail, head
+                head, tail, turned = tail, head, True
             else:
                 relations.append("?")
                 nodes.append(head)
+        if len(step) == 4 and not turned:  # stored tail -> head, drawn head -> tail
+            backward.append(len(relations))
         relations.append(relation)
         nodes.append(tail)
-    return {"n": nodes, "r": relations}
+    return {"n": nodes, "r": relations, "b": backward} if backward else {"n": nodes, "r": relations}
 
 
 def _gold_chain(gold) -> dict | None:

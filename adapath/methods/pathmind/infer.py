@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from adapath.contract import Query, Result
+from adapath.contract import Query, Result, path_step
 from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
@@ -122,26 +122,40 @@ class PathMind:
         return select_entities(g.indptr, g.indices, prioritized.priority, prioritized.inside, example.topics, self.k,
                                self.rounds, self.rule)
 
-    def step_relation(self, head: int, tail: int, prioritized: Prioritized) -> int:
-        """The relation of the step head -> tail: among the edges between them, the one whose
-        triple representation carries most into ``tail`` (the first relation without a model)."""
+    def step_edge(self, head: int, tail: int, prioritized: Prioritized) -> tuple[int, bool]:
+        """The edge of the step head -> tail, as (relation, stored head -> tail): among the
+        edges between them, the one whose triple representation carries most into ``tail``
+        (the first without a model)."""
         g = self.graph
         row = slice(int(g.indptr[tail]), int(g.indptr[tail + 1]))
-        between = np.flatnonzero(np.asarray(g.indices[row]) == head) + row.start
-        if prioritized.relations is None or len(between) == 1:
-            return int(g.rel[between[0]])
-        codes = 2 * g.rel[between].astype(np.int64) + (1 - g.fwd[between].astype(np.int64))
-        at = prioritized.places.local_of[[head, tail]]
-        carried = prioritized.gates[at[0]] * prioritized.d[at[0]]  # h * d at the step's start (d: 1 or hidden wide)
-        weight = (prioritized.relations[codes] * carried * prioritized.gates[at[1]]).sum(1)
-        return int(g.rel[between[int(np.argmax(weight))]])
+        between = np.flatnonzero(np.asarray(g.indices[row]) == head) + row.start  # half-edges tail -> head
+        pick = int(between[0])
+        if prioritized.relations is not None and len(between) > 1:
+            codes = 2 * g.rel[between].astype(np.int64) + (1 - g.fwd[between].astype(np.int64))
+            at = prioritized.places.local_of[[head, tail]]
+            carried = prioritized.gates[at[0]] * prioritized.d[at[0]]  # h * d at the step's start (d: 1 or hidden wide)
+            weight = (prioritized.relations[codes] * carried * prioritized.gates[at[1]]).sum(1)
+            pick = int(between[int(np.argmax(weight))])
+        return int(g.rel[pick]), not bool(g.fwd[pick])  # the half-edge tail -> head follows the storage: stored tail -> head
 
-    def paths(self, selection: Selection, nodes: list[int], prioritized: Prioritized) -> list[list[tuple[int, int, int]]]:
+    def paths(self, selection: Selection, nodes: list[int],
+              prioritized: Prioritized) -> list[list[tuple[int, int, int, bool]]]:
+        """Each node's path from a topic as steps (head, relation, tail, stored head -> tail),
+        in walked order."""
         out = []
         for node in nodes:
             walk = selection.path(node)
-            out.append([(a, self.step_relation(a, b, prioritized), b) for a, b in zip(walk[:-1], walk[1:])])
+            steps = []
+            for head, tail in zip(walk[:-1], walk[1:]):
+                relation, forward = self.step_edge(head, tail, prioritized)
+                steps.append((head, relation, tail, forward))
+            out.append(steps)
         return out
+
+    def named(self, paths: list[list[tuple[int, int, int, bool]]]) -> list[list[tuple[str, str, str, bool]]]:
+        """Paths with names: the steps the reasoning prompt prints (``prompts.path_chain``)."""
+        g = self.graph
+        return [[(g.name(a), g.relation_names[r], g.name(b), forward) for a, r, b, forward in p] for p in paths]
 
     def answer(self, queries: list[Query]) -> list[Result]:
         g = self.graph
@@ -151,7 +165,8 @@ class PathMind:
             selection = self.select(ex, prioritized)
             local_paths = self.paths(selection, selection.final, prioritized)
             names = [g.name(v) for v in selection.final]
-            paths = [[[int(g.node_id[a]), g.relation_names[r], int(g.node_id[b])] for a, r, b in p] for p in local_paths]
+            paths = [[path_step(int(g.node_id[a]), g.relation_names[r], int(g.node_id[b]), forward)
+                      for a, r, b, forward in p] for p in local_paths]
             results.append(Result(
                 q.id, q.level, names[0] if names else "", method=self.name,
                 answer_source="extractive" if names else "none", paths=paths,
@@ -159,8 +174,7 @@ class PathMind:
                 fallback="" if self.mode == "model" else self.mode,
                 extra={"answer_set": names, "prioritized": [int(g.node_id[v]) for v in selection.final]}))
             if self.llm is not None:
-                named = [[(g.name(a), g.relation_names[r], g.name(b)) for a, r, b in p] for p in local_paths]
-                prompt_list.append(self.prompt(q.text, named, q.options))
+                prompt_list.append(self.prompt(q.text, self.named(local_paths), q.options))
         if self.llm is not None:
             self._reason(queries, results, prompt_list, usages)
         self.nodes.flush()

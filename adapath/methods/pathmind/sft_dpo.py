@@ -34,8 +34,12 @@ LORA_TARGETS = ("q_proj", "v_proj")
 STAGES = ("sft", "dpo")
 
 
-def _path_text(paths: list[list[tuple[str, str, str]]]) -> str:
-    return " ".join("; ".join(f"({h}, {r}, {t})" for h, r, t in p) for p in paths) or "(no path)"
+def _path_text(paths: list[list[tuple]]) -> str:
+    """Named paths as DPO's completions write them: each a chain from the topic as the
+    reasoning prompt prints it (a step against its stored edge as ``<-[r]-``), joined by "; "."""
+    from adapath.llm.prompts import path_chain
+
+    return "; ".join(path_chain(p) for p in paths) or "(no path)"
 
 
 def reasoner_examples(pathmind, records: list[dict], stage: str, level: str = "explicit", max_answers: int = 5,
@@ -53,8 +57,7 @@ def reasoner_examples(pathmind, records: list[dict], stage: str, level: str = "e
         for record, query, example, prioritized in zip(part, queries, examples,
                                                        pathmind.prioritize(examples, queries)):
             selection = pathmind.select(example, prioritized)
-            named = [[(graph.name(a), graph.relation_names[r], graph.name(b)) for a, r, b in p]
-                     for p in pathmind.paths(selection, selection.final, prioritized)]
+            named = pathmind.named(pathmind.paths(selection, selection.final, prioritized))
             answers = answer_names(record, graph)
             target = " ".join(f"{{{a}}}" for a in answers[:max_answers])
             if stage == "sft":
@@ -63,8 +66,7 @@ def reasoner_examples(pathmind, records: list[dict], stage: str, level: str = "e
                 continue
             valid = set(graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore").tolist())
             passed = [v for v in selection.runners_up(prioritized.priority) if v not in valid]
-            rejected = [[(graph.name(a), graph.relation_names[r], graph.name(b)) for a, r, b in p]
-                        for p in pathmind.paths(selection, passed[:pathmind.k], prioritized)]
+            rejected = pathmind.named(pathmind.paths(selection, passed[:pathmind.k], prioritized))
             if not named or not rejected:
                 continue
             ends = " ".join(f"{{{p[-1][2]}}}" for p in rejected)

@@ -91,13 +91,19 @@ const VIEW = (() => {
     return out;
   }
 
-  // One path as text: names joined by relations (full names, never cut).
+  // One path as text: names joined by relations (full names, never cut); a step walked
+  // against its stored edge (chain.b) reads "← relation".
   function pathText(chain, goldEdges) {
     const line = el("div", { cls: "pathline" });
+    const back = new Set(chain.b || []);
     chain.n.forEach((id, i) => {
       if (i > 0) {
         const gold = goldEdges && goldEdges.has(edgeKey(chain.n[i - 1], id, chain.r[i - 1]));
-        line.append(el("span", { cls: "rel" + (gold ? " gold" : "") }, chain.r[i - 1]));
+        const reversed = back.has(i - 1);
+        line.append(el("span", { cls: "rel" + (gold ? " gold" : "") + (reversed ? " reversed" : ""),
+                                 title: reversed ? `stored the other way: ${node(id).name} ${chain.r[i - 1]} `
+                                                   + node(chain.n[i - 1]).name : null },
+                       (reversed ? "← " : "") + chain.r[i - 1]));
       }
       line.append(chip(id));
     });
@@ -141,10 +147,12 @@ const VIEW = (() => {
     });
     const edges = new Map();
     for (const { c, gold: isGold } of all) {
+      const back = new Set(c.b || []);
       for (let i = 1; i < c.n.length; i++) {
         const key = edgeKey(c.n[i - 1], c.n[i], c.r[i - 1]);
         const e = edges.get(key) || { a: c.n[i - 1], b: c.n[i], rel: c.r[i - 1], returned: false, gold: false };
         if (isGold) e.gold = true; else e.returned = true;
+        if (back.has(i - 1)) e.storedFrom = c.n[i];  // the edge is stored c.n[i] -> c.n[i - 1]
         edges.set(key, e);
       }
     }
@@ -204,7 +212,8 @@ const VIEW = (() => {
       const t = sameColumn ? 0.5 : fanOut > 0 ? 0.62 : fanOut < 0 ? 0.38 : 0.5;
       const [mx, my0] = bezierPoint(t, [x1, y1], [x1 + bend, y1], [x2 + (sameColumn ? bend : -bend), y2], [x2, y2]);
       const my = my0 + nth * 13;
-      const label = clip(e.rel, 24);
+      // an edge known to be stored right to left as drawn reads "← relation"
+      const label = clip((!sameColumn && e.storedFrom === right ? "← " : "") + e.rel, 24);
       const half = label.length * (e.gold ? 3.5 : 3.2);  // about half the label's width at 11px
       const lx = sameColumn || x2 - x1 < 2 * half + 8 ? mx : Math.min(Math.max(mx, x1 + half + 4), x2 - half - 4);
       labels.append(svg("text", { x: lx, y: my + 4, class: "edge-label" + (e.gold ? " gold" : ""),
