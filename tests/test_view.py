@@ -760,3 +760,27 @@ def test_reading_finds_object_text_empty_sections_and_console_errors(browser, tm
     assert any(p.startswith("object text: ") for p in problems)
     assert "empty details: Nothing" in problems and "empty section: Empty" in problems
     assert browser.errors() == ["broken"]
+
+
+def test_view_page_shows_paths_relative_to_the_page(demo):
+    """The answers' settings file holds the bank's absolute path (and the fixture gave the
+    questions by an absolute path): the page shows both relative to itself and carries no
+    absolute path of the machine's folders."""
+    html_text = demo["view"].read_text(encoding="utf-8")
+    folder = demo["view"].parent.resolve()
+    shown = embedded_data(html_text)["settings"]["adapath"]
+    assert demo["settings"]["bank"] == str(demo["bank"].resolve())  # what the page starts from
+    assert shown["bank"] == os.path.relpath(demo["bank"].resolve(), folder)
+    assert (folder / shown["bank"]).resolve() == demo["bank"].resolve()
+    kind, _, path = demo["settings"]["queries"].partition(":")
+    assert Path(path).is_absolute() and shown["queries"] == f"{kind}:{os.path.relpath(path, folder)}"
+    assert str(demo["root"].resolve()) not in html_text
+    assert {k: v for k, v in shown.items() if k not in ("bank", "queries")} == {
+        k: v for k, v in demo["settings"].items() if k not in ("bank", "queries")}
+
+
+def test_browser_demo_run_settings_show_the_bank_relative_to_the_page(browser, demo):
+    browser.open(demo["view"].as_uri())
+    rows = dict(details_rows(browser, '[data-method="adapath"]', "Run settings"))
+    assert rows["bank"] == os.path.relpath(demo["bank"].resolve(), demo["view"].parent.resolve())
+    assert str(demo["root"].resolve()) not in browser.evaluate("document.body.innerText")
