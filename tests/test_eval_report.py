@@ -358,3 +358,20 @@ def test_context_relevance_is_judged_per_level_for_path_finding_methods(graph):
     assert "| alpha | 75.00 n=3 | 75.00 n=2 | 0.00 n=1 | 0.00 n=1 |" in render(report)["table4.md"]
     with pytest.raises(InputError, match="needs --kg"):
         build_report({"alpha": results(alpha_lines())}, records_query_set(RECORDS), None, judge=judge)
+
+
+def test_report_md_links_every_plot_written_beside_it(graph, tmp_path):
+    """report.md shows each PNG of its folder (a Markdown image whose target is the file),
+    and links nothing that is not there: with and without an ablation plot."""
+    import re
+
+    for name, ablations in (("with", {"w/o x": results(beta_lines())}), ("without", None)):
+        out = tmp_path / name
+        write_reports({"alpha": results(alpha_lines()), "beta": results(beta_lines())},
+                      records_query_set(RECORDS), graph, out, ablations=ablations, resamples=20)
+        text = (out / "report.md").read_text()
+        linked = re.findall(r"!\[([^\]]+)\]\(([^)\s]+)\)", text)
+        pngs = sorted(p.name for p in out.glob("*.png"))
+        assert pngs and sorted(target for _, target in linked) == pngs
+        assert all(alt.strip() for alt, _ in linked)
+        assert ("ablations.png" in pngs) == (ablations is not None)

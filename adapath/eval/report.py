@@ -8,8 +8,9 @@ AdaPath paper's, PNG plots, written atomically into one folder.
 - ``table11.md``: meta-path R@1/3/5, MRR and traversability per level and hop;
 - ``table24.md``: control-signal accuracy; ``efficiency.md``: LLM calls, tokens and seconds per
   query; ``answer_sources.md``: how answers were read; ``answer_sets.md``: answer-set Hits@1/3; ``ablations.md`` with ``--ablation``;
-- ``report.md``: the gold-set line and every table; ``hit_rate_by_depth.png``,
-  ``recall_by_depth.png`` and ``ablations.png``.
+- ``hit_rate_by_depth.png``, ``recall_by_depth.png`` and ``ablations.png`` (each when there
+  are values to plot);
+- ``report.md``: the gold-set line, every table, and the plots written beside it (linked).
 
 Scores come from ``scoring.record_scores`` only; these modules aggregate and lay them out.
 """
@@ -148,8 +149,9 @@ def build_report(runs, query_sets, graph: KnowledgeGraph | None, ablations=None,
     return report
 
 
-def render(report: dict) -> dict[str, str]:
-    """File name -> Markdown for every table the report has data for."""
+def render(report: dict, plots: dict[str, str] | None = None) -> dict[str, str]:
+    """File name -> Markdown for every table the report has data for; ``plots`` (file name
+    -> title) are the images written beside ``report.md``, which links them."""
     methods = report["methods"]
     docs = {"table2.md": tables.table2(methods), "table3.md": tables.table3(methods),
             "table4.md": tables.table4(methods, report["path_finding"]), "table11.md": tables.table11(methods),
@@ -161,7 +163,9 @@ def render(report: dict) -> dict[str, str]:
     head = [f"# Evaluation report\n\n{report['gold_set']}\n\nQuestions: {', '.join(report['queries'])}. "
             f"Methods: {', '.join(methods)}. Intervals: {report['bootstrap']['resamples']:,} bootstrap resamples, "
             f"seed {report['bootstrap']['seed']}.\n"]
-    docs["report.md"] = "\n".join(head + list(docs.values()))
+    figures = ["## Plots\n\n" + "\n\n".join(f"![{title}]({name})" for name, title in plots.items()) + "\n"
+               ] if plots else []
+    docs["report.md"] = "\n".join(head + list(docs.values()) + figures)
     return docs
 
 
@@ -172,17 +176,20 @@ def write_reports(runs, query_sets, graph: KnowledgeGraph | None, out: str | Pat
     from adapath.fsutil import atomic_dir
 
     report = build_report(runs, query_sets, graph, ablations, judge, resamples, seed, progress)
-    docs = render(report)
     with atomic_dir(out, overwrite=True) as tmp:
+        chosen = {n: report["methods"][n] for n in report["path_finding"]}
+        drawn = {}  # file name -> title, of the plots there were values for
+        if plots.depth_plot(chosen, "hit_rate", "hit rate (%)", "Per-depth hit rate", tmp / "hit_rate_by_depth.png"):
+            drawn["hit_rate_by_depth.png"] = "Per-depth hit rate"
+        if plots.depth_plot(chosen, "recall", "triplet recall (%)", "Per-depth triplet recall",
+                            tmp / "recall_by_depth.png"):
+            drawn["recall_by_depth.png"] = "Per-depth triplet recall"
+        if report.get("ablations") and plots.ablation_plot(report["ablations"], tmp / "ablations.png"):
+            drawn["ablations.png"] = "Ablations: full method beside each ablation"
+        docs = render(report, drawn)
         (tmp / "metrics.json").write_text(json.dumps(report, indent=2))
         for name, text in docs.items():
             (tmp / name).write_text(text)
-        chosen = {n: report["methods"][n] for n in report["path_finding"]}
-        plots.depth_plot(chosen, "hit_rate", "hit rate (%)", "Per-depth hit rate", tmp / "hit_rate_by_depth.png")
-        plots.depth_plot(chosen, "recall", "triplet recall (%)", "Per-depth triplet recall",
-                         tmp / "recall_by_depth.png")
-        if report.get("ablations"):
-            plots.ablation_plot(report["ablations"], tmp / "ablations.png")
     return report
 
 
