@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import os
 import re
@@ -784,3 +785,16 @@ def test_browser_demo_run_settings_show_the_bank_relative_to_the_page(browser, d
     rows = dict(details_rows(browser, '[data-method="adapath"]', "Run settings"))
     assert rows["bank"] == os.path.relpath(demo["bank"].resolve(), demo["view"].parent.resolve())
     assert str(demo["root"].resolve()) not in browser.evaluate("document.body.innerText")
+
+
+def test_bank_page_title_names_the_bank_by_its_folders(bank, tmp_path, capsys):
+    """`bank view`'s title reads 'Path-Bank: PARENT/BANK' (was 'Path-Bank bank': the folder's
+    name after the word it repeats); --title replaces it."""
+    page_title = re.compile(r"<title>(.*?)</title>", re.S)
+    code, _, err = run_cli(["bank", "view", bank, "--out", tmp_path / "b.html"], capsys)
+    assert code == 0, err
+    title = html.unescape(page_title.search((tmp_path / "b.html").read_text()).group(1))
+    assert title == f"Path-Bank: {bank.resolve().parent.name}/{bank.name}"
+    code, _, err = run_cli(["bank", "view", bank, "--out", tmp_path / "c.html", "--title", "Run 3's bank"], capsys)
+    assert code == 0, err
+    assert html.unescape(page_title.search((tmp_path / "c.html").read_text()).group(1)) == "Run 3's bank"

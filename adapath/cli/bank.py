@@ -132,8 +132,10 @@ def bank_view_cmd(
     kg: Path | None = typer.Option(None, "--kg", help="Graph directory, for node names (else ids)."),
     sample: int = typer.Option(40, "--sample", help="Training queries whose paths are drawn."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+    title: str | None = typer.Option(None, "--title", help="Page title (default: 'Path-Bank: ' and the bank's "
+                                     "folder with the folder holding it, e.g. 'Path-Bank: demo/bank')."),
 ) -> None:
     """One HTML page: meta-paths by hop and topic type, and a sample of registered paths."""
     from adapath.cli.view import bank_view
 
-    bank_view(bank, out, kg, sample, seed)
+    bank_view(bank, out, kg, sample, seed, title)

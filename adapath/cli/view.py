@@ -55,7 +55,7 @@ def view_cmd(
     say(f"wrote {out}: {len(data['questions'])} questions; results: {counts}")
 
 
-def bank_view(bank: Path, out: Path, kg: Path | None, sample: int, seed: int) -> None:
+def bank_view(bank: Path, out: Path, kg: Path | None, sample: int, seed: int, title: str | None = None) -> None:
     """`adapath bank view`: meta-path counts and a sample of the bank's paths as one HTML page."""
     from adapath.view import write_bank_page
 
@@ -64,6 +64,6 @@ def bank_view(bank: Path, out: Path, kg: Path | None, sample: int, seed: int) ->
         from adapath.engine.graph import KnowledgeGraph
 
         graph = KnowledgeGraph.load(kg)
-    data = write_bank_page(bank, out, graph, sample=sample, seed=seed)
+    data = write_bank_page(bank, out, graph, sample=sample, seed=seed, title=title)
     say(f"wrote {out}: {data['totals']['paths']:,} paths, {data['totals']['metapaths']} meta-paths, "
         f"{len(data['samples'])} sampled queries")

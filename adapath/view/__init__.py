@@ -44,7 +44,9 @@ def page_relative(value, folder: Path):
 
 def write_bank_page(bank: str | Path, out: str | Path, graph=None, sample: int = 40, seed: int = 0,
                     title: str | None = None) -> dict:
-    """Write the Path-Bank viewer; returns its data."""
+    """Write the Path-Bank viewer; returns its data. The title, unless given, names the bank
+    by its folder and the folder holding it (``Path-Bank: demo/bank``)."""
     data = bank_page_data(bank, graph, sample=sample, seed=seed)
-    write_page(data, out, title or f"Path-Bank {Path(bank).name}")
+    where = Path(bank).resolve()
+    write_page(data, out, title or f"Path-Bank: {where.parent.name + '/' if where.parent.name else ''}{where.name}")
     return data
