@@ -137,7 +137,7 @@ def test_the_methods_table_fits_80_columns_in_under_60_lines():
         assert row.endswith(spec.calls or "-")
 
 
-def test_one_method_in_full_as_plain_text(capsys):
+def test_one_method_in_full_as_plain_text(capsys, tmp_path):
     from adapath.methods.registry import all_methods
 
     code, out, _ = run_cli(["methods", "tog"], capsys)
@@ -151,5 +151,10 @@ def test_one_method_in_full_as_plain_text(capsys):
     assert "structgpt" not in out
     code, out, _ = run_cli(["methods", "--long"], capsys)
     assert code == 0 and all(f"\n{name}: " in "\n" + out for name in all_methods())
+    # the name is the command's argument NAME (no --method was given); answer names its option
     code, _, err = run_cli(["methods", "togg"], capsys)
+    assert code == 2 and err.startswith("adapath: error: NAME 'togg': choose from") and err.count("\n") == 1
+    assert "--method" not in err and all(name in err for name in all_methods())
+    code, _, err = run_cli(["answer", "--method", "togg", "--kg", tmp_path / "kg", "--queries",
+                            f"biostrat:{tmp_path / 'q.jsonl'}", "--out", tmp_path / "o.jsonl"], capsys)
     assert code == 2 and err.startswith("adapath: error: --method 'togg': choose from") and err.count("\n") == 1

@@ -124,7 +124,7 @@ def methods_cmd(
     `adapath methods NAME` or --long prints the parameters, official code and deviations."""
     from adapath.methods.registry import all_methods, get_method
 
-    methods = {name: get_method(name)} if name else all_methods()
+    methods = {name: get_method(name, given_as="NAME")} if name else all_methods()
     if as_json:
         print(json.dumps({key: {"summary": s.summary, "paper": s.paper, "repository": s.repository,
                                 "calls": s.calls, "deviations": list(s.deviations), "llm": s.llm,

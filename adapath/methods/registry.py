@@ -39,8 +39,10 @@ def all_methods() -> dict[str, MethodSpec]:
     return _REGISTRY
 
 
-def get_method(name: str) -> MethodSpec:
+def get_method(name: str, given_as: str = "--method") -> MethodSpec:
+    """The registered method ``name``; an unknown name is an error naming it as the user gave
+    it (``given_as``: the option, or the argument's name, e.g. ``NAME`` of `adapath methods`)."""
     methods = all_methods()
     if name not in methods:
-        raise InputError(f"--method {name!r}: choose from {', '.join(methods)} (see `adapath methods`)")
+        raise InputError(f"{given_as} {name!r}: choose from {', '.join(methods)} (see `adapath methods`)")
     return methods[name]
