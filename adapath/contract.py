@@ -157,8 +157,10 @@ def check_result_shape(obj: dict) -> None:
     for name in ("id", "answer"):
         if obj.get(name) is None:
             raise ResultShapeError(name, "missing (every result needs an 'id' and an 'answer')")
-        if not _is_scalar(obj[name]):
-            raise ResultShapeError(name, f"must be a string, got {type(obj[name]).__name__}")
+    if not _is_scalar(obj["id"]):  # a question id may be written as a number
+        raise ResultShapeError("id", f"must be a string, got {type(obj['id']).__name__}")
+    if not isinstance(obj["answer"], str):  # an answer is text: 5 is a wrong line, not the name "5"
+        raise ResultShapeError("answer", f"must be a string, got {type(obj['answer']).__name__}")
     for name in ("level", "method", "raw", "answer_source", "fallback"):
         if obj.get(name) is not None and not isinstance(obj[name], str):
             raise ResultShapeError(name, f"must be a string, got {type(obj[name]).__name__}")
