@@ -17,7 +17,7 @@ from adapath.cli.kg import kg_app
 from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
 from adapath.cli.view import view_cmd
-from adapath.errors import InputError
+from adapath.errors import InputError, os_error_line, os_error_status
 from adapath.methods.run import Interrupted
 
 app = Commands(
@@ -47,3 +47,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         say("adapath: interrupted; nothing half-written was kept")
         sys.exit(130)
+    except OSError as exc:  # a write (or read) the checks before the work could not foresee
+        say(f"adapath: error: {os_error_line(exc)}")
+        sys.exit(os_error_status(exc))

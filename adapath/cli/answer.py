@@ -21,6 +21,7 @@ from adapath.cli.common import (
     use_cache_dir,
 )
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 
 
 def answer_cmd(
@@ -52,6 +53,7 @@ def answer_cmd(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Answer questions with a method; one JSON line per question and level."""
+    check_writable(out)
     use_cache_dir(cache_dir)
     from adapath.executors import make_executor
     from adapath.llm import LLMError

@@ -11,6 +11,7 @@ import typer
 from adapath.bank.config import BankConfig
 from adapath.cli.common import CACHE_DIR_HELP, command_group, say, setting_option, use_cache_dir
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 
 bank_app = command_group("Build and inspect Path-Banks.")
 
@@ -51,6 +52,7 @@ def bank_build(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Build a Path-Bank: weights, bidirectional PPR, corridors, k-shortest paths."""
+    check_writable(out, folder=True)
     use_cache_dir(cache_dir)
     from adapath.bank.build import build_bank
     from adapath.bank.store import BankStore
@@ -136,6 +138,7 @@ def bank_view_cmd(
                                      "folder with the folder holding it, e.g. 'Path-Bank: demo/bank')."),
 ) -> None:
     """One HTML page: meta-paths by hop and topic type, and a sample of registered paths."""
+    check_writable(out)
     from adapath.cli.view import bank_view
 
     bank_view(bank, out, kg, sample, seed, title)

@@ -19,6 +19,7 @@ from adapath.cli.common import (
     use_cache_dir,
 )
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 
 dataset_app = command_group("Generate and load question sets.")
 
@@ -46,6 +47,7 @@ def dataset_generate(
     phrasing: str = typer.Option("templated", "--phrasing", help="templated (every node the template reaches is valid) or describe (each form also carries the answer's definition, name hidden; only the answer is valid)."),
 ) -> None:
     """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
+    check_writable(out)
     from adapath.datasets.generate import QueryGenerator
     from adapath.engine.graph import KnowledgeGraph
     from adapath.fsutil import atomic_file
@@ -76,6 +78,7 @@ def dataset_build(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Build a BioStrat-QA-format dataset from a graph and the 60 templates (5:2:3 split)."""
+    check_writable(out, folder=True)
     from adapath.datasets.construct import BuildConfig, build_dataset
     from adapath.engine.graph import KnowledgeGraph
     from adapath.fsutil import atomic_dir
@@ -107,6 +110,7 @@ def dataset_topics(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
 ) -> None:
     """Extract topic entities for questions that come with answers only (Appendix C)."""
+    check_writable(out)
     use_cache_dir(cache_dir)
     from adapath.datasets import medddx as medddx_module
     from adapath.datasets import stark_prime

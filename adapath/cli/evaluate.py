@@ -8,6 +8,7 @@ import typer
 
 from adapath.cli.common import LLM_OPTION_HELP, command_group, llm_options, out_console, say
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 
 eval_app = command_group("Score result files: metrics, tables, plots, comparisons.", invoke_without_command=True, no_args_is_help=False)
 
@@ -57,6 +58,7 @@ def eval_report(
         return
     if not results or not queries or out is None:
         raise InputError("adapath eval needs --results, --queries and --out (or: adapath eval compare A B)")
+    check_writable(out, folder=True)
     if resamples < 1:
         raise InputError(f"--resamples {resamples}: must be at least 1")
     from adapath.eval.inputs import load_result_files

@@ -17,6 +17,7 @@ from adapath.cli.common import (
     out_console,
     say,
 )
+from adapath.fsutil import check_writable
 
 kg_app = command_group("Build, import and inspect knowledge graphs.")
 import_app = command_group("Import a graph from a real format.")
@@ -36,6 +37,7 @@ def kg_synth(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Generate the PrimeKG-shaped default graph."""
+    check_writable(out, folder=True)
     from adapath.errors import InputError
     from adapath.sources.synthetic import generate
 
@@ -135,6 +137,7 @@ def import_primekg(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import PrimeKG's kg.csv (streamed; x_index/y_index stay the node ids)."""
+    check_writable(out, folder=True)
     from adapath.progress import Progress
     from adapath.sources.primekg import load_primekg
 
@@ -152,6 +155,7 @@ def import_hetionet(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import Hetionet v1.0 JSON."""
+    check_writable(out, folder=True)
     from adapath.sources.hetionet import load_hetionet
 
     start = time.perf_counter()
@@ -167,6 +171,7 @@ def import_edges(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import a generic edges table and nodes table."""
+    check_writable(out, folder=True)
     from adapath.sources.edges import load_edges
 
     start = time.perf_counter()
@@ -180,6 +185,7 @@ def import_biostrat(
     force: bool = typer.Option(False, "--force", help="Replace an existing output directory."),
 ) -> None:
     """Import the evidence graph of BioStrat-QA records (their nodes and triplets only)."""
+    check_writable(out, folder=True)
     from adapath.sources.biostrat import load_biostrat
 
     start = time.perf_counter()
@@ -194,6 +200,7 @@ def import_hpo(
 ) -> None:
     """Import the Human Phenotype Ontology release (phenotypes, diseases, genes) with PrimeKG's
     types and relations; original ids go to xref.parquet."""
+    check_writable(out, folder=True)
     from adapath.sources.hpo import load_hpo
     from adapath.sources.xref import save_with_xref
 
@@ -211,6 +218,7 @@ def import_diseases(
 ) -> None:
     """Import PrimeKG's disease nodes with their groups and Disease Ontology definitions and
     is_a links; MONDO, OMIM, Orphanet and DOID ids go to xref.parquet, groups to groups.parquet."""
+    check_writable(out, folder=True)
     from adapath.sources.diseases import load_diseases
     from adapath.sources.xref import save_base
 

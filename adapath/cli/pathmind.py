@@ -15,6 +15,7 @@ from adapath.cli.common import (
     use_cache_dir,
 )
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.progress import Progress
 
@@ -54,6 +55,7 @@ def pathmind_train(
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
+    check_writable(out, folder=True)
     check_level(level if level != "all" else "explicit")
     if threads < 1:
         raise InputError(f"--threads {threads}: must be at least 1")
@@ -108,6 +110,7 @@ def pathmind_reasoner_data(
     """Reasoner training data from PathMind's own selection: SFT rows (the reasoning prompt,
     the gold answer set) or DPO rows (prioritized paths chosen over the subgraph's remaining
     candidate paths). The paper's method reads the graph, the model and the questions only."""
+    check_writable(out)
     check_level(level)
     from adapath.cli.common import parse_pairs
     from adapath.methods.pathmind.sft_dpo import STAGES
@@ -152,6 +155,7 @@ def pathmind_finetune(
     """LoRA fine-tuning of the reasoner with trl: SFT, then path-level DPO (beta 0.1) from the
     SFT adapter with the SFT model as the reference; warm-up 3% of the steps, 2,048 tokens at
     most. Load the result with `--llm hf:BASE --llm-option adapter=OUT` (or vllm:)."""
+    check_writable(out, folder=True)
     from adapath.methods.pathmind.sft_dpo import STAGES, finetune
 
     if stage not in STAGES:

@@ -8,6 +8,7 @@ import typer
 
 from adapath.cli.common import say
 from adapath.errors import InputError
+from adapath.fsutil import check_writable
 
 
 def parse_results_options(items: list[str]) -> dict[str, Path]:
@@ -34,6 +35,7 @@ def view_cmd(
     title: str = typer.Option("adapath view", "--title", help="Page title."),
 ) -> None:
     """Write one HTML page: each question's answers, meta-paths, paths and explored entities."""
+    check_writable(out)
 
     from adapath.engine.graph import KnowledgeGraph
     from adapath.eval.report import load_results

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.executors import Executor, LocalExecutor, WorkerSpec, in_order
+from adapath.fsutil import name_the_path
 from adapath.jsonl import read_json_object
 from adapath.methods.base import (
     Method,
@@ -221,13 +223,21 @@ def run_queries(method: WorkerSpec | Callable[[], Method], queries: list[Query],
 
     def write(_: int, results: list[Result]) -> None:
         nonlocal handle
-        if handle is None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            _write_settings(out, settings)
-            handle = open(out, "a", encoding="utf-8")
-        handle.write("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in results))
-        handle.flush()
-        os.fsync(handle.fileno())
+        try:
+            if handle is None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _write_settings(out, settings)
+                handle = open(out, "a", encoding="utf-8")
+            handle.write("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in results))
+            handle.flush()
+            os.fsync(handle.fileno())
+        except OSError as exc:  # a full disk names no file: say which one was being written
+            name_the_path(exc, out)
+            if handle is not None:  # closing flushes what is left, which fails the same way
+                with contextlib.suppress(OSError):
+                    handle.close()
+                handle = None
+            raise
         summary.new += len(results)
         for r in results:
             summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
