@@ -1,5 +1,5 @@
-"""The one error type a user sees (a bad file, a bad argument, a bad record), and how a
-failed write or read (an ``OSError``) reads as one line."""
+"""The error types a user sees (a bad file, a bad argument, a bad record; a long command
+stopped by Ctrl-C), and how a failed write or read (an ``OSError``) reads as one line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ class InputError(Exception):
 
     The message names the file (and line, where there is one) and what is wrong.
     """
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a long command. The message says what was kept and how to resume (or
+    that nothing was written); the CLI prints it as one line and exits with status 130."""
 
 
 # Faults of the machine, not of the command line: the CLI exits 1 on these, 2 on the others

@@ -141,26 +141,36 @@ class Progress:
             self._write(self.line())
             self._next_line = now + self.interval
 
-    def close(self) -> None:
+    def close(self, stopped: BaseException | None = None) -> None:
+        """End the display; in a log, a closing line for the whole run when lines were written.
+        ``stopped``: the exception that ended the loop early, which the line then says (a run
+        stopped by Ctrl-C must not read like a finished one)."""
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
         elif self.lines:  # the whole run, warm-up included
+            from adapath.errors import Interrupted
+
             elapsed = self.clock() - self.start
-            overall = (self.done - self.initial) / max(elapsed, 1e-9)
-            self._write(f"{self.label}: {self.done - self.initial} {self.unit} in {format_seconds(elapsed)}, "
-                        f"{overall:.1f} {self.unit}/s")
+            done = f"{self.done - self.initial} {self.unit} in {format_seconds(elapsed)}"
+            if stopped is None:
+                overall = (self.done - self.initial) / max(elapsed, 1e-9)
+                self._write(f"{self.label}: {done}, {overall:.1f} {self.unit}/s")
+            elif isinstance(stopped, (KeyboardInterrupt, Interrupted)):
+                self._write(f"{self.label}: interrupted after {done}")
+            else:
+                self._write(f"{self.label}: stopped by an error after {done}")
 
     def _write(self, text: str) -> None:
+        self.lines += 1  # counted first: a Ctrl-C just after the write still gets its closing line
         self.stream.write(text + "\n")
         self.stream.flush()
-        self.lines += 1
 
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(exc)
 
 
 def track(items: Iterable, label: str, unit: str = "items", total: int | None = None, **options) -> Iterator:

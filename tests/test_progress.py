@@ -132,3 +132,23 @@ def test_a_slow_first_step_stays_out_of_the_estimate():
     assert lines[0] == "bank: 32/1000 queries (3%), first step took 40s (warm-up, left out of the rate)"
     # at 46.4 s: 160 done, 840 left at 20/s -> 42 s (the build's real rest)
     assert lines[1] == "bank: 160/1000 queries (16%), 20.0 queries/s, ETA 42s"
+
+
+def test_a_loop_stopped_early_does_not_close_like_a_finished_one():
+    """Ctrl-C (or an error) ends the loop: the closing line says so instead of giving the
+    rate of a run that finished."""
+    from adapath.errors import Interrupted
+
+    for stop, word in ((KeyboardInterrupt, "interrupted"), (Interrupted, "interrupted"),
+                       (ValueError, "stopped by an error")):
+        clock, stream = FakeClock(), io.StringIO()
+        try:
+            with Progress(100, "bank", unit="queries", stream=stream, interval=5.0, clock=clock) as bar:
+                clock.now += 6.0
+                bar.update(40)
+                clock.now += 4.0
+                raise stop
+        except (KeyboardInterrupt, Exception):
+            pass
+        lines = stream.getvalue().splitlines()
+        assert lines[-1] == f"bank: {word} after 40 queries in 10s"

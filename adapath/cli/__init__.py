@@ -17,8 +17,7 @@ from adapath.cli.kg import kg_app
 from adapath.cli.llm import llm_app
 from adapath.cli.pathmind import pathmind_app
 from adapath.cli.view import view_cmd
-from adapath.errors import InputError, os_error_line, os_error_status
-from adapath.methods.run import Interrupted
+from adapath.errors import InputError, Interrupted, os_error_line, os_error_status
 
 app = Commands(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
@@ -35,18 +34,37 @@ app.command("view")(view_cmd)
 app.add_typer(llm_app, name="llm")
 
 
+INTERRUPTED = "interrupted; nothing half-written was kept (rerun the command to start again)"
+
+
+def _from_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the exceptions ``exc`` was raised from."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=True)
     except InputError as exc:
         say(f"adapath: error: {exc}")
         sys.exit(2)
-    except Interrupted as exc:
+    except Interrupted as exc:  # a long command's own account: what was kept, how to resume
         say(f"adapath: {exc}")
         sys.exit(130)
     except KeyboardInterrupt:
-        say("adapath: interrupted; nothing half-written was kept")
+        say(f"adapath: {INTERRUPTED}")
         sys.exit(130)
+    except SystemExit as exc:
+        # Typer turns a Ctrl-C that no command handled into exit 130 before it reaches us
+        if exc.code == 130 and _from_ctrl_c(exc):
+            say(f"adapath: {INTERRUPTED}")
+        raise
     except OSError as exc:  # a write (or read) the checks before the work could not foresee
         say(f"adapath: error: {os_error_line(exc)}")
         sys.exit(os_error_status(exc))

@@ -10,7 +10,7 @@ import typer
 
 from adapath.bank.config import BankConfig
 from adapath.cli.common import CACHE_DIR_HELP, command_group, say, setting_option, use_cache_dir
-from adapath.errors import InputError
+from adapath.errors import InputError, Interrupted
 from adapath.fsutil import check_writable
 
 bank_app = command_group("Build and inspect Path-Banks.")
@@ -21,6 +21,15 @@ def _ladder(text: str) -> tuple[int, ...]:
         return tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
         raise InputError(f"--ladder {text!r}: give corridor sizes as integers, e.g. 150,300,500,1000") from None
+
+
+def _kept_note(store, total: int) -> str:
+    """What an interrupted build kept: its finished queries (each batch is committed whole)."""
+    kept = len(store.finished_queries()) if store.parts_dir.is_dir() else 0
+    if not kept:
+        return "interrupted before any query was finished; nothing was written"
+    return (f"interrupted: {kept:,} of {total:,} queries kept in {store.root}; rerun the same command to resume "
+            "(--force starts over)")
 
 
 @bank_app.command("build")
@@ -90,6 +99,8 @@ def bank_build(
 
             progress = build_bank(graph, training, out, config, executor=executor, graph_dir=kg,
                                   force=force, on_progress=report, graph_checksum=checksum)
+    except KeyboardInterrupt:
+        raise Interrupted(_kept_note(BankStore(out), len(training))) from None
     finally:
         executor.close()
     say(f"wrote {out}: {progress.done}/{progress.total} queries in {time.perf_counter() - start:.1f} s")

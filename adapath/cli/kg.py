@@ -272,9 +272,10 @@ def kg_embed(
             progress = embed_all(graph, model, path, target.expect, target.dtype, chunk=4 * batch,
                                  on_progress=on_progress)
     except KeyboardInterrupt:
-        say(f"interrupted: {finished:,} of {graph.num_nodes:,} node vectors kept in {path}; "
-            "rerun the same command to resume")
-        raise typer.Exit(130) from None
+        from adapath.errors import Interrupted
+
+        raise Interrupted(f"interrupted: {finished:,} of {graph.num_nodes:,} node vectors kept in {path}; "
+                          "rerun the same command to resume") from None
     seconds = time.perf_counter() - start
     route = f"{getattr(model, 'device', 'cpu')}/{getattr(model, 'backend', 'numpy')}"
     say(f"wrote {path}: {graph.num_nodes:,} node vectors ({progress.encoded:,} encoded now; {model.name} "

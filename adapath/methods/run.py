@@ -26,6 +26,7 @@ from pathlib import Path
 
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
+from adapath.errors import Interrupted as Stopped
 from adapath.executors import Executor, LocalExecutor, WorkerSpec, in_order
 from adapath.fsutil import name_the_path
 from adapath.jsonl import read_json_object
@@ -43,7 +44,7 @@ from adapath.progress import Progress
 UNPARSED = ("mentioned", "stated", "best-path", "none")
 
 
-class Interrupted(Exception):
+class Interrupted(Stopped):
     """Ctrl-C during a run; ``kept`` results are safely on disk."""
 
     def __init__(self, kept: int, out: Path):

@@ -1,0 +1,126 @@
+"""Ctrl-C during a long command: one last line that says what was kept and how to resume (or
+that nothing was written), exit 130, and no closing progress line that reads like a finished
+run. Real SIGINTs to real processes for `bank build` and `answer`; a KeyboardInterrupt raised
+inside the work for `kg embed` and for a command with no account of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import run_cli
+from tests.helpers import ctrl_c_enabled
+
+# the closing line of a run that finished: "bank: 992 queries in 10s, 100.9 queries/s"
+FINISHED_LINE = re.compile(r"^\S+: \d+ \w+ in \S+, [\d.]+ \w+/s$")
+
+
+@pytest.fixture(scope="module")
+def many(small_world):
+    """Sixty generated questions on the small world's graph (enough work to interrupt)."""
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.engine.graph import KnowledgeGraph
+
+    records = QueryGenerator(KnowledgeGraph.load(small_world / "kg")).generate(60, seed=8)
+    path = small_world / "many.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return small_world, path, records
+
+
+def interrupt_after(args: list, ready: re.Pattern, timeout: float = 120) -> tuple[int, list[str]]:
+    """Start `adapath ARGS` (progress lines at every step), send SIGINT once a stderr line
+    matches ``ready``, and return the exit status and every stderr line."""
+    env = dict(os.environ, ADAPATH_PROGRESS_INTERVAL="0", NUMBA_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "adapath.cli", *map(str, args)], env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=ctrl_c_enabled)
+    lines, deadline = [], time.time() + timeout
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        if ready.search(line) or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=60)
+    return proc.returncode, lines + rest.splitlines()
+
+
+def test_bank_build_ctrl_c_says_what_it_kept(many, tmp_path):
+    root, spec, records = many
+    out = tmp_path / "bank"
+    args = ["bank", "build", "--kg", root / "kg", "--queries", f"biostrat:{spec}", "--batch", "2", "--out", out]
+    code, lines = interrupt_after(args, re.compile(r"^bank: \d+/\d+ queries"))
+    assert code == 130, lines
+    done = json.loads((out / "manifest.json").read_text())["queries_done"]  # what the build committed
+    assert 0 < done < len(records), lines
+    assert lines[-1] == (f"adapath: interrupted: {done:,} of {len(records):,} queries kept in {out}; "
+                         "rerun the same command to resume (--force starts over)")
+    assert not any(FINISHED_LINE.match(line) for line in lines), lines
+    assert lines[-2].startswith("bank: interrupted after ")
+    assert "Traceback" not in "\n".join(lines)
+    # and the rerun resumes: it finishes the rest, and the bank holds every query
+    again = subprocess.run([sys.executable, "-m", "adapath.cli", *map(str, args)], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert set(pq.read_table(out / "queries.parquet").column("id").to_pylist()) == {
+        str(r["data_id"]) for r in records}
+    assert json.loads((out / "manifest.json").read_text())["complete"] is True
+
+
+def test_answer_ctrl_c_says_what_it_kept(many, tmp_path):
+    root, spec, records = many
+    out = tmp_path / "answers.jsonl"
+    args = ["answer", "--kg", root / "kg", "--bank", root / "bank", "--queries", f"biostrat:{spec}", "--level",
+            "all", "--encoder", "hashing", "--batch", "1", "--out", out]
+    code, lines = interrupt_after(args, re.compile(r"^answer: \d+/\d+ questions"))
+    assert code == 130, lines
+    kept = len(out.read_text().splitlines())
+    assert 0 < kept < 3 * len(records)
+    assert lines[-1] == f"adapath: interrupted: {kept} results kept in {out}; rerun the same command to resume"
+    assert not any(FINISHED_LINE.match(line) for line in lines), lines
+    assert lines[-2].startswith("answer: interrupted after "), lines
+    assert "Traceback" not in "\n".join(lines)
+
+
+def test_kg_embed_interrupted_says_what_it_kept(small_world, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while node vectors are written: the vectors kept, where, and how to resume."""
+    import adapath.retrieval.node_store as node_store
+    from adapath.engine.graph import KnowledgeGraph
+
+    class Step:
+        done, total, encoded, rate = 256, 0, 256, 1.0
+
+    def stopped(graph, model, path, *_, on_progress=None, **__):
+        Step.total = graph.num_nodes
+        on_progress(Step)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(node_store, "embed_all", stopped)
+    code, _, err = run_cli(["kg", "embed", "--kg", small_world / "kg", "--encoder", "hashing",
+                            "--cache-dir", tmp_path / "cache", "--force"], capsys)
+    n = KnowledgeGraph.load(small_world / "kg").num_nodes
+    assert code == 130
+    line = err.strip().splitlines()[-1]
+    assert re.fullmatch(rf"adapath: interrupted: 256 of {n:,} node vectors kept in {re.escape(str(tmp_path))}/\S+; "
+                        r"rerun the same command to resume", line), line
+
+
+def test_a_command_without_its_own_account_says_nothing_was_kept(tmp_path, capsys, monkeypatch):
+    """Typer turns a Ctrl-C no command handled into exit 130 before our handler: the CLI
+    still says so in one line (it was silent), and the output was never written."""
+    import adapath.sources.synthetic as synthetic
+
+    def stopped(*_, **__):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synthetic, "generate", stopped)
+    code, _, err = run_cli(["kg", "synth", "--scale", "0.01", "--out", tmp_path / "kg"], capsys)
+    assert code == 130
+    assert err == "adapath: interrupted; nothing half-written was kept (rerun the command to start again)\n"
+    assert list(Path(tmp_path).iterdir()) == []
