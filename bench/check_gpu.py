@@ -19,7 +19,11 @@ Parts (each reports ``skipped: <reason>`` when its package or device is missing,
     python bench/check_gpu.py [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
         [--workdir DIR] [--json FILE]
 
-``--scale 0.01`` finishes in seconds (the test suite runs it so).
+``--scale 0.01`` finishes in seconds (the test suite runs it so). The timed figures of parts
+1 to 4 come after an untimed run of the same code on a small batch (the PPR comparison, a bank
+of four queries per device, a FAISS search, an encoder call), which compiles the Numba and
+CUDA kernels or loads them from their caches; part 5 times `answer` end to end and says so
+(engine start and first calls included).
 """
 
 from __future__ import annotations
