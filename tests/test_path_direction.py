@@ -106,3 +106,42 @@ def test_the_viewer_and_the_evaluation_read_the_mark():
     assert retrieved_triplets(result) == {1: [(100, "target", 101)], 2: [(101, "associated with", 102)]}
     graph = hand_graph()
     assert graph.named_triplets(steps) == [("aspirin", "target", "PTGS2"), ("PTGS2", "associated with", "pain")]
+
+
+def test_the_viewer_draws_a_reversed_step_with_a_left_arrow(tmp_path):
+    """In headless Chromium: the path list writes the marked step "← associated with", the
+    drawing's label of that edge (stored right to left as drawn) starts with "←", and the
+    unmarked step reads as before."""
+    import os
+
+    from adapath.datasets.biostrat import records_query_set
+    from adapath.view import write_question_page
+    from adapath.view.headless import Browser, find_chromium
+
+    try:
+        import websocket  # noqa: F401
+    except ImportError:
+        pytest.skip("the websocket-client package is not installed (pip install -e '.[dev]')")
+    if find_chromium() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is not installed (Debian: apt-get install chromium)")
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
+    graph = hand_graph()
+    record = {"template_id": "2h", "num_hops": 2, "path_node_ids": [100, 101, 102],
+              "triplets": [["aspirin", "target", "PTGS2"], ["PTGS2", "associated with", "pain"]],
+              "topic_entities": {"100": "aspirin"}, "answer_entity": {"id": 102, "name": "pain", "type": "thing"},
+              "node_metadata": [], "explicit_query": "Which disease is linked to aspirin?",
+              "implicit_query": "Which disease?", "bare_query": "Which?", "valid_answer_ids": [102], "data_id": 1}
+    steps = [path_step(100, "target", 101), path_step(101, "associated with", 102, forward=False)]
+    result = Result("1", "explicit", "pain", method="pathmind", paths=[steps])
+    out = tmp_path / "view.html"
+    write_question_page({"pathmind": [result]}, records_query_set([record]).items, graph, out)
+    with Browser(width=1280, height=800) as browser:
+        browser.open(out.as_uri())
+        assert browser.errors() == []
+        browser.evaluate("document.querySelector('.row[data-key=\"1|explicit\"]').click()")
+        relations = browser.evaluate("[...document.querySelectorAll('.pathlist .rel')].map(r => r.textContent)")
+        labels = browser.evaluate("[...document.querySelectorAll('svg text.edge-label')].map(t => t.firstChild.data)")
+    assert relations == ["target", "← associated with"]
+    # the returned path and the gold path share both edges: one label each
+    assert sorted(labels) == ["target", "← associated with"]
