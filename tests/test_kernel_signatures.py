@@ -55,7 +55,9 @@ CACHED = textwrap.dedent("""
     from adapath.engine.batch_paths import PairStage, PathSearch
     from adapath.engine.ppr import PPREngine
     from adapath.engine.weights import query_weights
-    from adapath.kernels import certify, pair_stage, ppr_numba
+    import torch
+    from adapath.kernels import certify, pair_stage, ppr_numba, relational
+    from adapath.methods.pathmind.propagate import Places, RelationalGraph, relational_gather, walk_sum
     from tests.helpers import random_graph
 
     graph = random_graph(3, n=300, m=6000)
@@ -66,8 +68,18 @@ CACHED = textwrap.dedent("""
     ranking = engine.ranked(weights, topics, answers, ladder=(10, 20), top=40)
     PairStage(graph, PathSearch(ladder=(10, 20))).run(weights.a, weights.b, np.arange(4), topics, answers,
                                                       ranking.rho.T, ranking.order)
+    relational_graph = RelationalGraph(graph)
+    places, every = Places(np.arange(300), 300), np.ones(300, np.bool_)
+    x = torch.ones(300, 2, requires_grad=True)
+    rho = torch.ones(relational_graph.num_codes, 2, requires_grad=True)
+    relational_gather(x, rho, relational_graph, places, every, every).sum().backward()
+    total, count = torch.ones(300, 1, 2, requires_grad=True), torch.ones(300, 1, requires_grad=True)
+    out = walk_sum(total, count, torch.ones(300, 1, 2), rho.view(-1, 1, 2), relational_graph, places, every, every)
+    (out[0].sum() + out[1].sum()).backward()
     for kernel in (ppr_numba._inverse_out_weights, ppr_numba._push, ppr_numba._step, certify.last_term_peaks,
-                   certify._list_rows, certify._merge_lists, certify._certify_listed, pair_stage.pair_stage):
+                   certify._list_rows, certify._merge_lists, certify._certify_listed, pair_stage.pair_stage,
+                   relational.gather, relational.scatter_backward, relational.walk_sum_step,
+                   relational.walk_sum_sources_backward):
         assert kernel.signatures, kernel  # it ran
         print(kernel.__name__, sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
 """)
@@ -81,5 +93,5 @@ def test_kernels_taking_named_tuples_load_from_the_cache():
                               timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
     counts = {name: (int(hits), int(misses)) for name, hits, misses in map(str.split, done.stdout.splitlines())}
-    assert len(counts) == 8
+    assert len(counts) == 12
     assert all(hits > 0 and misses == 0 for hits, misses in counts.values()), counts

@@ -35,13 +35,13 @@ def answer_cmd(
     level: str | None = typer.Option(None, "--level", help="Question level: explicit|implicit|bare|all for BioStrat-QA (default: the first level of the set)."),
     llm: str = typer.Option("none", "--llm", help="none | vllm:MODEL | openai:URL#MODEL | hf:PATH | gguf:PATH."),
     llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help=LLM_OPTION_HELP),
-    device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend: cpu (default), cuda, cuda:N or mps."),
+    device: str | None = typer.Option(None, "--device", help="Device of the hf: LLM backend (cpu by default, cuda, cuda:N or mps) and of PathMind's priority network (cpu or cuda)."),
     encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help=ENCODER_HELP, callback=encoder_option),
     param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A method parameter NAME=VALUE (repeatable; see `adapath methods`)."),
     batch: int = typer.Option(16, "--batch", help="Queries per batch (one LLM batch per step)."),
     no_metapath: bool = typer.Option(False, "--no-metapath", help="adapath ablation: free BFS (same as --param metapath=false)."),
     llm_plan: bool = typer.Option(False, "--llm-plan", help="adapath ablation: the LLM plans meta-paths (same as --param plan=llm)."),
-    prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, shortest or random (same as --param prioritize=...)."),
+    prioritize: str | None = typer.Option(None, "--prioritize", help="pathmind: model, readout, cumulative, future, nearest or random (same as --param prioritize=...)."),
     scorer: str | None = typer.Option(None, "--scorer", help="adapath: walk (every walk weighed; the default without an LLM) or beam (the paper's frontier beam; the default with one); same as --param scorer=..."),
     tensor_parallel: int = typer.Option(1, "--tensor-parallel-size", help="vLLM tensor parallel size."),
     executor_name: str = typer.Option("local", "--executor", help="Where batches run: local (this process) or ray (a Ray cluster; pip install 'adapath[distributed]')."),
@@ -64,7 +64,9 @@ def answer_cmd(
     executor = make_executor(executor_name, workers=workers, ray_address=ray_address,
                              threads_per_worker=threads_per_worker)
     spec = get_method(method)
-    backend_options = llm_options(llm, llm_option, device)
+    # pathmind reads --device for its network; the LLM backend takes it where it is hf:
+    network_device = method.startswith("pathmind") and device is not None
+    backend_options = llm_options(llm, llm_option, None if network_device and not llm.startswith("hf:") else device)
     given = parse_pairs(param, "--param")
     if no_metapath:
         given["metapath"] = "false"
@@ -72,6 +74,8 @@ def answer_cmd(
         given["plan"] = "llm"
     if prioritize is not None:
         given["prioritize"] = prioritize
+    if device is not None and method.startswith("pathmind"):
+        given["device"] = device
     if scorer is not None:
         given["scorer"] = scorer
     steps = 0

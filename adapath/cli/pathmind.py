@@ -34,7 +34,9 @@ def check_level(level: str) -> None:
 @pathmind_app.command("train")
 def pathmind_train(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
-    queries: str = typer.Option(..., "--queries", help="Training questions: biostrat:PATH."),
+    queries: list[str] = typer.Option(..., "--queries", help="Training questions: biostrat:PATH, repeatable. The "
+                                      "first file also gives the validation questions (a seeded fifth of its "
+                                      "records); the others only train (generated questions, for example)."),
     out: Path = typer.Option(..., "--out", help="Model directory to write (safetensors + config.json)."),
     level: str = typer.Option("explicit", "--level", help="Question wording: explicit, implicit, bare or all "
                               "(every level, each question once per level)."),
@@ -44,15 +46,24 @@ def pathmind_train(
     batch: int = setting_option(TrainConfig, "batch"),
     reading: str = setting_option(TrainConfig, "reading"),
     threads: int = typer.Option(2, "--threads", help="Threads of torch and of the graph passes."),
+    device: str = typer.Option("cpu", "--device", help="cpu (the Numba kernels) or cuda (the network and its "
+                               "relational passes on the GPU, as torch's ops)."),
     seed: int = setting_option(TrainConfig, "seed"),
     force: bool = typer.Option(False, "--force", help="Replace an existing model directory."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help=CACHE_DIR_HELP),
     select: str = setting_option(TrainConfig, "select"),
     loss: str = setting_option(TrainConfig, "loss"),
+    cost: str = setting_option(TrainConfig, "cost"),
+    entity: str = setting_option(TrainConfig, "entity"),
+    readout: str = setting_option(TrainConfig, "readout"),
+    gnn_layers: int = setting_option(TrainConfig, "gnn_layers"),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
-    It reads the graph and the questions only (no Path-Bank). Progress within each epoch
+    With no options it trains the paper's model (a relational GNN's entity representations,
+    the additive cumulative cost, the binary cross-entropy over every entity of the query
+    subgraph); --cost, --entity, --readout and --loss name the variants. It reads the graph
+    and the questions only (no Path-Bank). Progress within each epoch
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
@@ -61,32 +72,51 @@ def pathmind_train(
     if threads < 1:
         raise InputError(f"--threads {threads}: must be at least 1")
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
-                         select=select, loss=loss)
+                         select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
+    from adapath.methods.pathmind import check_device
+
+    device = check_device(device)
     use_cache_dir(cache_dir)
     import numba
     import torch
 
     from adapath.datasets.biostrat import LEVELS, load_records, parse_spec
     from adapath.engine.graph import KnowledgeGraph
-    from adapath.methods.pathmind.train import Features, make_examples, save_checkpoint, train
+    from adapath.methods.pathmind.train import (
+        Features,
+        make_examples,
+        save_checkpoint,
+        train,
+        within_reach,
+    )
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     graph = KnowledgeGraph.load(kg)
-    records = load_records(parse_spec(queries))
     encoder_model = make_encoder(encoder)
-    examples = [e for lv in (LEVELS if level == "all" else (level,))
-                for e in make_examples(graph, records, encoder_model, lv)]
+    levels = LEVELS if level == "all" else (level,)
+    files = [(spec, load_records(parse_spec(spec))) for spec in queries]
+    examples = [[e for lv in levels for e in make_examples(graph, records, encoder_model, lv)] for _, records in files]
     nodes = NodeEmbeddings(graph, encoder_model, kg)
-    features = Features(graph, nodes, hops, progress=True)
+    features = Features(graph, nodes, hops, progress=True, device=device)
     nodes.flush()
-    within = sum(bool(e.answers) and bool(features.subgraph(e.topics)[-1][e.answers].any()) for e in examples)
-    say(f"{len(examples)} questions; an answer lies within {hops} hops of a topic in {within}")
-    model, history = train(graph, examples, features, config, progress=True, log=lambda h: say(
+    within = [len(within_reach(features, part)) for part in examples]
+    total = sum(len(part) for part in examples)
+    say(f"{total} questions; an answer lies within {hops} hops of a topic in {sum(within)}")
+
+    def split(validation: int, training: int, more: int) -> None:
+        counts = [training] + [w for w in within[1:]]
+        shares = ", ".join(f"{parse_spec(spec).name} {count} ({100 * count / max(sum(counts), 1):.0f}%)"
+                           for (spec, _), count in zip(files, counts))
+        say(f"training on {sum(counts)} questions: {shares}; validating on {validation} from "
+            f"{parse_spec(files[0][0]).name}")
+
+    model, history = train(graph, examples[0], features, config, progress=True, more=[e for p in examples[1:] for e in p],
+                           split=split, log=lambda h: say(
         f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
         f"{h['seconds']:.1f} s"))
     save_checkpoint(model, config, graph, out, history)
@@ -148,8 +178,8 @@ def pathmind_finetune(
     sft_adapter: Path | None = typer.Option(None, "--sft-adapter", help="dpo: the SFT stage's adapter, trained "
                                             "on and used as the reference model."),
     epochs: int = typer.Option(3, "--epochs", help="Training epochs."),
-    lr: float = typer.Option(0.0, "--lr", help=f"Learning rate; 0 = the stage's default for a LoRA adapter, "
-                             f"measured: {SFT_LR:g} SFT, {DPO_LR:g} DPO (the paper's, for a full fine-tune: "
+    lr: float = typer.Option(0.0, "--lr", help=f"Learning rate; 0 = the stage's default for a LoRA adapter: "
+                             f"{SFT_LR:g} SFT (measured), {DPO_LR:g} DPO (the paper's, for a full fine-tune: "
                              f"{PAPER_SFT_LR:g} SFT, {PAPER_DPO_LR:g} DPO)."),
     max_steps: int = typer.Option(-1, "--max-steps", help="Stop after this many steps (-1: all epochs)."),
     lora_rank: int = typer.Option(8, "--lora-rank", help="LoRA rank (on the attention q and v projections)."),

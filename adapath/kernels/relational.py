@@ -9,12 +9,18 @@ that code. Written as one pass over the CSR, it needs no per-edge tensor of hidd
 ``x`` is ``places x W`` with ``W = questions x hidden`` (several questions side by side), so a
 pass reads each half-edge once for a whole batch. The places are a subset of the nodes (the
 ones a batch can reach), read through a global-to-place map; masks skip what is known to be
-zero: rows outside the layer's reach and sources not yet reached. Every sum runs in a fixed order
+zero: rows outside the layer's reach and sources not yet reached. Sources are marked per
+question: a bit per question (question j in bit j, ``int64``, at most 63 questions), and a
+source's values for a question whose bit is clear are zero (no walk of it reaches there yet),
+so their products are skipped: a batch's pass costs the sum of its questions' reaches, not
+its union times the batch. Every sum runs in a fixed order
 (rows in parallel, each row's half-edges in storage order; the relation gradient in fixed
 row blocks summed in block order), so results do not depend on the thread count.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -22,12 +28,28 @@ from numba import njit, prange
 BLOCKS = 128  # row blocks of the relation gradient: its partial sums, added in block order
 
 
+class Layer(NamedTuple):
+    """What one relational pass reads of the graph: its CSR (``indptr``, ``indices``) with a
+    relation-direction ``code`` per half-edge, the places it works on (``nodes``, global ids;
+    ``local_of`` maps a global id to its place, -1 outside), the row places it writes
+    (``rows``, a mask by place) and the questions' bits per source place (``sources``)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    code: np.ndarray
+    nodes: np.ndarray
+    local_of: np.ndarray
+    rows: np.ndarray
+    sources: np.ndarray
+
+
 @njit(parallel=True, cache=True, nogil=True)
-def gather(indptr, indices, code, nodes, local_of, x, rho, rows, sources, out):
-    """Over a subset of the graph's nodes (``nodes``, global ids; ``local_of`` maps a global id
-    to its place there, -1 outside): ``out[i] = sum_k x[local_of[u]] * rho[code[k]]`` over the
-    half-edges k of node ``nodes[i]`` whose neighbour u is a source (``sources`` by place), for
-    every place i with ``rows[i]``; other rows are zero."""
+def gather(layer, x, rho, segment, out):
+    """Over the places of ``layer``: ``out[i] = sum_k x[local_of[u]] * rho[code[k]]`` over the
+    half-edges k of node ``nodes[i]``, for every place i with ``rows[i]``; other rows are zero.
+    ``x`` holds questions side by side, ``segment`` columns each: a source place u adds
+    question s's columns only where bit s of ``sources[u]`` is set."""
+    indptr, indices, code, nodes, local_of, rows, sources = layer
     width = x.shape[1]
     for i in prange(nodes.shape[0]):
         for j in range(width):
@@ -37,21 +59,28 @@ def gather(indptr, indices, code, nodes, local_of, x, rho, rows, sources, out):
         v = nodes[i]
         for k in range(indptr[v], indptr[v + 1]):
             at = local_of[indices[k]]
-            if at < 0 or not sources[at]:
+            if at < 0:
+                continue
+            bits = sources[at]
+            if bits == 0:
                 continue
             c = code[k]
-            for j in range(width):
-                out[i, j] += x[at, j] * rho[c, j]
+            for s in range(width // segment):
+                if (bits >> s) & 1:
+                    for j in range(s * segment, (s + 1) * segment):
+                        out[i, j] += x[at, j] * rho[c, j]
     return out
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def scatter_backward(indptr, indices, code, nodes, local_of, x, grad, rho, rows, sources, dx, drho_parts):
-    """The gradient of :func:`gather` (called with the scatter codes: a half-edge's code as
+def scatter_backward(layer, x, grad, rho, segment, dx, drho_parts):
+    """The gradient of :func:`gather` (``layer`` with the scatter codes: a half-edge's code as
     seen from its other end). For every source place i, ``dx[i] = sum_k grad[at] * rho[code[k]]``
     over the half-edges k of ``nodes[i]`` to row places ``at``; ``drho_parts[b, c] = sum
     x[i] * grad[at]`` over the half-edges of code c whose source place lies in block b (fixed
-    blocks of places, summed in block order by the caller). Non-sources get zero."""
+    blocks of places, summed in block order by the caller), question by question where the
+    source's bit is set. Elsewhere zero: exact wherever the forward's sources can be nonzero."""
+    indptr, indices, code, nodes, local_of, rows, sources = layer
     n = nodes.shape[0]
     width = x.shape[1]
     blocks = drho_parts.shape[0]
@@ -64,7 +93,8 @@ def scatter_backward(indptr, indices, code, nodes, local_of, x, grad, rho, rows,
         for i in range(b * step, min(n, (b + 1) * step)):
             for j in range(width):
                 dx[i, j] = 0.0
-            if not sources[i]:
+            bits = sources[i]
+            if bits == 0:
                 continue
             u = nodes[i]
             for k in range(indptr[u], indptr[u + 1]):
@@ -72,9 +102,11 @@ def scatter_backward(indptr, indices, code, nodes, local_of, x, grad, rho, rows,
                 if at < 0 or not rows[at]:
                     continue
                 c = code[k]
-                for j in range(width):
-                    dx[i, j] += grad[at, j] * rho[c, j]
-                    part[c, j] += x[i, j] * grad[at, j]
+                for s in range(width // segment):
+                    if (bits >> s) & 1:
+                        for j in range(s * segment, (s + 1) * segment):
+                            dx[i, j] += grad[at, j] * rho[c, j]
+                            part[c, j] += x[i, j] * grad[at, j]
     return dx, drho_parts
 
 
@@ -106,4 +138,161 @@ def mark_neighbours(indptr, indices, mask, out):
         if mask[u]:
             for k in range(indptr[u], indptr[u + 1]):
                 out[indices[k]] = True
+    return out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def walk_sum_step(layer, total, count, gates, rho, total_out, count_out, message):
+    """One step of the additive path cost for B questions side by side, over the places of
+    ``layer`` as in :func:`gather`: for every place i marked in ``rows`` (node v) and its
+    half-edges k from a source place u,
+
+    - ``count_out[i, j] = sum_k count[u, j]`` (walks of one more step),
+    - ``message[i, j] = sum_k rho[code[k], j] * count[u, j] * gates[u, j]`` (the new steps'
+      triple factors before the end's; places x B x H),
+    - ``total_out[i, j] = sum_k total[u, j] + reduce(gates[i, j] * message[i, j])`` with
+      ``reduce`` the identity when ``total`` has H channels per question (the vector
+      reading) and the sum over them when it has 1 (the scalar reading).
+
+    ``total`` is places x B x C, ``count`` places x B, ``gates`` places x G x H with G = 1
+    (shared by the questions) or B, ``rho`` codes x B x H; ``sources`` the questions' bits per
+    place, as in :func:`gather`. Other rows are zero."""
+    indptr, indices, code, nodes, local_of, rows, sources = layer
+    batch, channels = total.shape[1], total.shape[2]
+    hidden = message.shape[2]
+    shared = gates.shape[1] == 1
+    for i in prange(nodes.shape[0]):
+        for j in range(batch):
+            count_out[i, j] = 0.0
+            for c in range(channels):
+                total_out[i, j, c] = 0.0
+            for h in range(hidden):
+                message[i, j, h] = 0.0
+        if not rows[i]:
+            continue
+        v = nodes[i]
+        for k in range(indptr[v], indptr[v + 1]):
+            at = local_of[indices[k]]
+            if at < 0:
+                continue
+            bits = sources[at]
+            if bits == 0:
+                continue
+            r = code[k]
+            for j in range(batch):
+                if not (bits >> j) & 1:
+                    continue
+                walks = count[at, j]
+                count_out[i, j] += walks
+                for c in range(channels):
+                    total_out[i, j, c] += total[at, j, c]
+                if walks != 0.0:
+                    g = 0 if shared else j
+                    for h in range(hidden):
+                        message[i, j, h] += rho[r, j, h] * walks * gates[at, g, h]
+        for j in range(batch):
+            g = 0 if shared else j
+            if channels == hidden:
+                for h in range(hidden):
+                    total_out[i, j, h] += gates[i, g, h] * message[i, j, h]
+            else:
+                acc = 0.0
+                for h in range(hidden):
+                    acc += gates[i, g, h] * message[i, j, h]
+                total_out[i, j, 0] += acc
+    return total_out
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def walk_sum_rows_backward(gates, message, rows, grad_total, grad_message, grad_gates_rows):
+    """The row side of :func:`walk_sum_step`'s gradient: per row place i, the gradient
+    reaching its message (``grad_message``, places x B x H) and its own gates
+    (``grad_gates_rows``, places x G x H), from ``grad_total``."""
+    batch, channels = grad_total.shape[1], grad_total.shape[2]
+    hidden = message.shape[2]
+    shared = gates.shape[1] == 1
+    for i in prange(gates.shape[0]):
+        for g in range(gates.shape[1]):
+            for h in range(hidden):
+                grad_gates_rows[i, g, h] = 0.0
+        for j in range(batch):
+            for h in range(hidden):
+                grad_message[i, j, h] = 0.0
+        if not rows[i]:
+            continue
+        for j in range(batch):
+            g = 0 if shared else j
+            for h in range(hidden):
+                upstream = grad_total[i, j, h if channels == hidden else 0]
+                grad_message[i, j, h] = gates[i, g, h] * upstream
+                grad_gates_rows[i, g, h] += message[i, j, h] * upstream
+    return grad_message
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def walk_sum_sources_backward(layer, count, gates, rho, grad_total, grad_count, grad_message, d_total, d_count,
+                              d_gates, d_rho_parts):
+    """The source side of :func:`walk_sum_step`'s gradient (``layer`` with the scatter codes,
+    a half-edge's code seen from its other end): for every source place i (node u) and its
+    half-edges to row places ``at``, the gradients of ``total``, ``count`` and the source's
+    gates; the relation gradient in fixed blocks of places (summed in block order by the
+    caller), question by question where the source's bit is set. Elsewhere zero: exact
+    wherever the forward's sources can be nonzero."""
+    indptr, indices, code, nodes, local_of, rows, sources = layer
+    n = nodes.shape[0]
+    batch, channels = grad_total.shape[1], grad_total.shape[2]
+    hidden = gates.shape[2]
+    shared = gates.shape[1] == 1
+    blocks = d_rho_parts.shape[0]
+    step = (n + blocks - 1) // blocks
+    for b in prange(blocks):
+        part = d_rho_parts[b]
+        for r in range(part.shape[0]):
+            for j in range(batch):
+                for h in range(hidden):
+                    part[r, j, h] = 0.0
+        for i in range(b * step, min(n, (b + 1) * step)):
+            for j in range(batch):
+                d_count[i, j] = 0.0
+                for c in range(channels):
+                    d_total[i, j, c] = 0.0
+            for g in range(gates.shape[1]):
+                for h in range(hidden):
+                    d_gates[i, g, h] = 0.0
+            bits = sources[i]
+            if bits == 0:
+                continue
+            u = nodes[i]
+            for k in range(indptr[u], indptr[u + 1]):
+                at = local_of[indices[k]]
+                if at < 0 or not rows[at]:
+                    continue
+                r = code[k]
+                for j in range(batch):
+                    if not (bits >> j) & 1:
+                        continue
+                    g = 0 if shared else j
+                    d_count[i, j] += grad_count[at, j]
+                    for c in range(channels):
+                        d_total[i, j, c] += grad_total[at, j, c]
+                    walks = count[i, j]
+                    acc = 0.0
+                    for h in range(hidden):
+                        upstream = grad_message[at, j, h]
+                        acc += rho[r, j, h] * gates[i, g, h] * upstream
+                        d_gates[i, g, h] += walks * rho[r, j, h] * upstream
+                        part[r, j, h] += walks * gates[i, g, h] * upstream
+                    d_count[i, j] += acc
+    return d_total
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def spread_bits(indptr, indices, bits, out):
+    """``out[v] = bits[v] | OR over v's neighbours u of bits[u]``: one step of every question's
+    reach at once (question j in bit j)."""
+    for v in prange(indptr.shape[0] - 1):
+        acc = bits[v]
+        for k in range(indptr[v], indptr[v + 1]):
+            acc |= bits[indices[k]]
+        out[v] = acc
     return out

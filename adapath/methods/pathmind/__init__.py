@@ -14,19 +14,19 @@ PAPER = "PathMind (Retrieve-Prioritize-Reason), Liu et al., AAAI 2026, arXiv 251
 
 def _build(context: MethodContext, name: str = "pathmind"):
     from adapath.errors import InputError
-    from adapath.methods.pathmind.infer import MODES, PathMind
+    from adapath.methods.pathmind.infer import MODES, PATHS, PathMind
     from adapath.methods.pathmind.select import RULES
     from adapath.methods.pathmind.train import load_checkpoint
     from adapath.retrieval.dense import make_encoder
 
     params = context.params
-    if params["prioritize"] not in MODES:
-        raise InputError(f"--param prioritize={params['prioritize']!r}: choose {', '.join(MODES)}")
-    if params["select"] not in RULES:
-        raise InputError(f"--param select={params['select']!r}: choose {', '.join(RULES)}")
+    for key, choices in (("prioritize", MODES), ("select", RULES), ("paths", PATHS)):
+        if params[key] not in choices:
+            raise InputError(f"--param {key}={params[key]!r}: choose {', '.join(choices)}")
     for key in ("k", "rounds"):
         if params[key] < 1:
             raise InputError(f"--param {key}={params[key]}: must be at least 1")
+    device = check_device(params["device"])
     net, config = load_checkpoint(context.model)
     encoder = make_encoder(config.encoder)
     vote = None
@@ -36,43 +36,81 @@ def _build(context: MethodContext, name: str = "pathmind"):
         vote = MetaPathGuide(context.graph, context.bank, encoder, context.graph_dir)
     return PathMind(context.graph, net, config, encoder, context.llm, graph_dir=context.graph_dir,
                     k=params["k"], rounds=params["rounds"], mode=params["prioritize"], rule=params["select"],
-                    vote=vote, gain=params.get("gain", 0.0), name=name)
+                    vote=vote, gain=params.get("gain", 0.0), name=name, paths=params["paths"], device=device)
+
+
+def check_device(device: str) -> str:
+    """``cpu`` or ``cuda[:N]`` where torch sees a GPU; one line otherwise."""
+    from adapath.errors import InputError
+
+    if device == "cpu":
+        return device
+    if not (device == "cuda" or device.startswith("cuda:")):
+        raise InputError(f"--device {device!r}: choose cpu or cuda")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError(f"--device {device}: torch sees no CUDA GPU on this machine")
+    return device
 
 
 _PARAMS = (
-    Param("prioritize", "model", "model, or the ablations shortest and random"),
-    Param("k", 3, "K: entities selected per round, and the answer set's size"),
+    Param("prioritize", "model", "the priority that ranks entities: model (the learned s_q(e)); the paper's "
+          "ablations readout (w/o prioritization: the GNN's entity representation against the question, as a plain "
+          "GNN retriever scores), cumulative (d alone) and future (f alone); or nearest (hop distance, ties by "
+          "degree) and random"),
+    Param("paths", "important", "the paths the reasoner reads: important (the prioritized paths), shortest "
+          "(a shortest path from a topic to each selected entity, as GNN-RAG retrieves) or random (K random walks "
+          "from the topics); without an LLM the answer is the selected entities whatever the paths"),
+    Param("k", 3, "K: entities selected per round, and the answer set's size (the paper's K = 3)"),
     Param("rounds", 3, "T: selection rounds (the paper: 2 on WebQSP, 4 on CWQ; BioStrat-QA's questions "
           "have at most 3 hops)"),
+    Param("device", "cpu", "where the priority network runs: cpu (Numba kernels) or cuda (torch on the GPU; "
+          "answer's --device sets it too)"),
     Param("select", "lookahead", "how a round orders its frontier: lookahead (the best priority within reach "
           "through an entity in the rounds left) or greedy (the entity's own priority)"),
 )
 
+# What the paper states (../shared/papers/pathmind-paper-notes.txt) and where this
+# implementation departs from it, each with its reason and, where measured, its effect.
 _DEVIATIONS = (
-    "the triple representation (h_u W_r h_v)^T q is read as a vector: W_r diagonal and conditioned on the "
-    "question (one vector per relation and direction), h each entity's gate from its type and text read against "
-    "the question and its text's cosine to it; gates and relation vectors are exponentials of bounded logits, so "
-    "a walk's product is a sum of logits in log space; the scalar reading is a training option "
-    "(pathmind train --reading scalar)",
-    "the cumulative cost d(q, e) sums over walks (paths that may revisit an entity), as NBFNet's and A*Net's "
-    "generalized Bellman-Ford does; the priority reads log d after each of the 3 layers side by side (walks of "
-    "at most 1, 2, 3 steps), as NBFNet's concatenated hidden states",
-    "the query subgraph is the whole union of every topic's 3-hop ball (no bound): the message passing runs "
-    "over the whole graph's CSR, several questions side by side",
+    "as the paper: the query subgraph is the union of every topic's 3-hop neighbourhood; entity representations "
+    "come from a randomly initialized relational GNN (m_e = AGG{W_r h_e'}, h_e = UPDATE(h_e, m_e)) and the query "
+    "from a sentence encoder; w_q(u, r, v) = (h_u W_r h_v)^T q; d(q, e) sums over the paths from the query's "
+    "topics the sum of their triple representations; f = f([d, q]); s = sigmoid(MLP(d + f)); the objective is "
+    "the binary cross-entropy over every entity of the subgraph, answers positive, the rest negative, unweighted; "
+    "top-K entities (K = 3) over T rounds",
+    "the GNN (pathmind train --gnn-layers, 2 by default) reads each entity's type and text embedding as its "
+    "input features (the paper does not say what its GNN starts from), aggregates by the mean, W_r = W diag(r) "
+    "(CompGCN's multiplicative composition: one matrix per layer, a vector per relation and direction), "
+    "UPDATE(h, m) = h + ReLU(U h + W m); it passes messages over the whole graph once for every question rather "
+    "than over each question's subgraph, which differs only at the subgraph's rim",
+    "the query encoder is the project's --encoder at training (MiniLM by default) in place of BERT",
+    "(h_u W_r h_v)^T q is read as a vector, h_u * W_r * h_v * q' with W_r diagonal, so d(q, e) is a vector as "
+    "the paper's bold d; the scalar reading (its sum over channels) is a training option (--reading scalar)",
+    "d(q, e) sums over walks of at most 3 steps (paths that may revisit an entity), counted by a walk-count and "
+    "walk-sum recursion over the graph's CSR, several questions side by side: simple paths cannot be enumerated "
+    "over a whole 3-hop neighbourhood; the MLPs read sign(d) log(1 + |d|), since walk sums span many orders of "
+    "magnitude",
+    "the objective's sum runs over a stratified sample of the subgraph each step (the answers, the topics, the 256 "
+    "entities most like the question, 384 drawn per hop depth), each drawn entity weighted by how many it stands "
+    "for: an unbiased estimate of the paper's sum; validation and inference score every entity",
+    "named training options beside the paper's model: --cost product (d the sum over walks of the product of "
+    "triple representations, NBFNet's generalized Bellman-Ford, with positive factors and query-conditioned "
+    "relations), --entity gate (no message passing: each entity's type and text read against the question, plus "
+    "its text's cosine to it), --readout layers (d after each step side by side, NBFNet's concatenated states), "
+    "--loss balanced (positives weighted by negatives / positives) and --loss softmax (cross-entropy of a softmax "
+    "over the subgraph); measured in docs/benchmarks/pathmind_real.md",
     "a selection round ranks its frontier by the best priority within reach through an entity in the rounds "
     "left (select=lookahead); the paper does not say how intermediate entities are ordered (select=greedy: "
     "by their own priority)",
-    "the priority is trained with the cross-entropy of a softmax over the subgraph's entities against the "
-    "answers (as GNN readers of KGQA subgraphs train), estimated each step from the answers and a stratified "
-    "sample of the negatives; the paper does not state its loss (pathmind train --loss bce: class-balanced "
-    "binary cross-entropy)",
-    "question and entity text are embedded by the project's --encoder at training (MiniLM by default); the "
-    "paper's encoder is not stated",
+    "the ablations are parameters of one trained model, not separately trained ones: w/o prioritization, d only "
+    "and f only read probe heads trained beside the priority on its detached entity representations, d and f "
+    "(so the priority trains exactly as without them); nearest and random are unlearned orders",
     "the reasoner is whatever --llm names (the paper: Llama-3.1-8B after SFT and DPO); a trained LoRA adapter "
     "loads with --llm-option adapter=DIR",
-    "the ablations are a parameter, not separate methods: prioritize=shortest (no learned priority: nearest "
-    "entities, ties by degree) and prioritize=random (seeded random priorities)",
-    "a reasoning prompt longer than 2,048 estimated tokens drops whole paths from its end until it fits",
+    "a reasoning prompt longer than 2,048 estimated tokens (the paper's input bound) drops whole paths from its end "
+    "until it fits",
     lenient_reading("a prioritized entity", "the best prioritized entity"),
 )
 
@@ -88,8 +126,6 @@ METHODS = [
         params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight on the priority logit")),
         repository="liuyudiy/PathMind", calls="0, LLM 1",
         deviations=("a blend of two methods: the priority reads AdaPath's walk scorer (its candidates from the "
-                    "Path-Bank), which PathMind never does; measured on 1,200 held-out BioStrat-QA questions (HPO "
-                    "base with competitors, scale 1.0, MiniLM, no LLM), it gives AdaPath's walk answer in 87.7% of "
-                    "them (pathmind alone: 46.9%), strict EM 77.5 against the walk's 76.8 "
-                    "(docs/benchmarks/pathmind_real.md)", *_DEVIATIONS)),
+                    "Path-Bank), which PathMind never does (docs/benchmarks/pathmind_real.md measures how often it "
+                    "gives AdaPath's walk answer)", *_DEVIATIONS)),
 ]

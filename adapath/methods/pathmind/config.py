@@ -1,5 +1,10 @@
 """PathMind training settings: the one home of their defaults and checks (no torch here: the
-command line reads them; `adapath pathmind train`'s options are the settings with help)."""
+command line reads them; `adapath pathmind train`'s options are the settings with help).
+
+The defaults are the paper's model (arXiv 2511.14256, section "Path Prioritization"): entity
+representations from a relational GNN, the additive cumulative cost, the unweighted binary
+cross-entropy over every entity of the query subgraph, the priority reading the last cumulative
+cost. The other values are named variants, each listed by `adapath methods pathmind`."""
 
 from __future__ import annotations
 
@@ -10,14 +15,18 @@ from adapath.errors import InputError
 from adapath.retrieval import DEFAULT_ENCODER
 
 READINGS = ("vector", "scalar")  # the triple representation (h_u W_r h_v)^T q read as a vector or a number
-LOSSES = ("softmax", "bce")
+LOSSES = ("bce", "balanced", "softmax")  # the paper's BCE; class-balanced BCE; softmax cross-entropy
+COSTS = ("sum", "product")  # d(q, e): sum over paths of the sum (paper) or of the product of triple representations
+ENTITIES = ("gnn", "gate")  # h_e: a relational GNN over the graph (paper) or a question-read gate of type and text
+READOUTS = ("last", "layers")  # the priority reads d(q, e) (paper) or d after each layer side by side (NBFNet)
 SELECTS = ("hits1", "hits3")
 MAX_HOPS = 5  # the Path-Bank's construction bound; a ball of mean degree ~60 covers the graph well before
+MAX_GNN_LAYERS = 4
 
 
 @dataclass
 class TrainConfig:
-    hops: int = setting(3, f"k of the k-hop query subgraph, and the message-passing layers (1-{MAX_HOPS}).")
+    hops: int = setting(3, f"k of the k-hop query subgraph, and the cumulative cost's steps (1-{MAX_HOPS}).")
     hidden: int = 32
     reading: str = setting("vector", "The triple representation (h W_r h)^T q read as a vector (d(q, e) a "
                                      "vector) or a scalar.")
@@ -30,10 +39,19 @@ class TrainConfig:
     batch: int = setting(4, "Questions per optimizer step, side by side.")
     select: str = setting("hits1", "Validation score that picks the best epoch and stops early: hits1 (the "
                                    "extractive answer) or hits3 (the K=3 entities an LLM reads).")
-    text_projection: bool = True  # the entity gate reads a learned projection of its text (else type and cosine)
+    text_projection: bool = True  # --entity gate: the gate reads a learned projection of its text (else type and cosine)
     weight_decay: float = 0.0  # AdamW's; 0 is Adam's update
-    loss: str = setting("softmax", "softmax (cross-entropy of a softmax over the subgraph's entities) or bce "
-                                   "(class-balanced binary cross-entropy).")
+    loss: str = setting("bce", "bce (the paper's: binary cross-entropy summed over every entity of the query "
+                               "subgraph, unweighted), balanced (positives weighted by negatives / positives) or "
+                               "softmax (cross-entropy of a softmax over the subgraph's entities).")
+    cost: str = setting("sum", "The cumulative cost d(q, e): sum (the paper's: the sum over paths of the sum of "
+                               "their triple representations) or product (NBFNet's: of their product).")
+    entity: str = setting("gnn", "Entity representations h_e: gnn (the paper's: a relational GNN over the graph, "
+                                 "from each entity's type and text) or gate (each entity's type and text read "
+                                 "against the question, with its text's cosine to it; no message passing).")
+    readout: str = setting("last", "What the priority reads: last (the paper's d(q, e)) or layers (d after each "
+                                   "step side by side, NBFNet's concatenated states).")
+    gnn_layers: int = setting(2, f"Message-passing layers of --entity gnn (1-{MAX_GNN_LAYERS}).")
 
     def check(self) -> None:
         """One line for the first setting out of range, named as its option."""
@@ -43,9 +61,11 @@ class TrainConfig:
             raise InputError(f"--hops {self.hops}: must be between 1 and {MAX_HOPS}")
         if self.batch < 1:
             raise InputError(f"--batch {self.batch}: must be at least 1")
-        if self.reading not in READINGS:
-            raise InputError(f"--reading {self.reading!r}: choose {', '.join(READINGS)}")
+        if not 1 <= self.gnn_layers <= MAX_GNN_LAYERS:
+            raise InputError(f"--gnn-layers {self.gnn_layers}: must be between 1 and {MAX_GNN_LAYERS}")
         if self.select not in SELECTS:
             raise InputError(f"--select {self.select!r}: choose hits1 or hits3")
-        if self.loss not in LOSSES:
-            raise InputError(f"--loss {self.loss!r}: choose {', '.join(LOSSES)}")
+        for option, value, choices in (("--reading", self.reading, READINGS), ("--loss", self.loss, LOSSES), ("--cost", self.cost, COSTS),
+                                       ("--entity", self.entity, ENTITIES), ("--readout", self.readout, READOUTS)):
+            if value not in choices:
+                raise InputError(f"{option} {value!r}: choose {', '.join(choices)}")

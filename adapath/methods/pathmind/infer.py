@@ -2,14 +2,21 @@
 K over T rounds, reason over their paths with one LLM call (or extractively).
 
 - **Retrieve**: the union of every topic's ``hops``-hop ball, whole.
-- **Prioritize**: the learned priority of every entity in it (``mode="model"``), or an
-  ablation: ``shortest`` (no learned priority: nearest entities first, ties by degree, the
-  first relation of each step) or ``random`` (seeded random priorities).
+- **Prioritize** (``mode``): the learned priority of every entity in it (``model``), or one
+  of the paper's ablations: ``readout`` (w/o prioritization: a plain GNN retriever's score,
+  the entity representation against the question), ``cumulative`` (the cumulative cost
+  alone) or ``future`` (the estimated future cost alone), each from its probe head; or an
+  unlearned order: ``nearest`` (nearest entities first, ties by degree) or ``random``
+  (seeded random priorities).
 - **Select**: :func:`adapath.methods.pathmind.select.select_entities`; a step's relation is the
-  one whose triple representation carries most of the cumulative cost into the entity.
-- **Reason**: one call with the K selected entities' paths; the reply's answer set (every
-  name in braces, best first). Without an LLM the answer set is the K selected entities in
-  priority order. The answer is the set's first item.
+  one whose triple representation carries most into the entity.
+- **Paths the reasoner reads** (``paths``): ``important`` (the prioritized paths: each
+  selected entity's path through the rounds that selected it), ``shortest`` (a shortest path
+  from a topic to each selected entity, as GNN-RAG retrieves) or ``random`` (K seeded random
+  walks from the topics inside the subgraph).
+- **Reason**: one call with those paths; the reply's answer set (every name in braces, best
+  first). Without an LLM the answer set is the K selected entities in priority order, whatever
+  the paths. The answer is the set's first item.
 
 The ``pathmind+walk`` variant adds AdaPath's walk scorer's vote (``gain / rank`` for its
 ranked candidates, from the Path-Bank) to the learned priority: a blend of both papers'
@@ -28,6 +35,7 @@ from adapath.engine.graph import KnowledgeGraph
 from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import parse_answer_set, read_reply
+from adapath.memory import keep_freed_memory
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
@@ -35,7 +43,9 @@ from adapath.methods.pathmind.select import Selection, select_entities
 from adapath.methods.pathmind.train import Example, Features
 from adapath.retrieval.dense import NodeEmbeddings
 
-MODES = ("model", "shortest", "random")
+MODES = ("model", "readout", "cumulative", "future", "nearest", "random")
+LEARNED = MODES[:4]  # the modes that run the network
+PATHS = ("important", "shortest", "random")
 
 
 @dataclass
@@ -56,18 +66,23 @@ class PathMind:
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
                  max_prompt_tokens: int = 2048, vote=None, gain: float = 8.0, name: str = "pathmind",
-                 batch: int = 8):
+                 batch: int = 8, paths: str = "important", device: str = "cpu"):
         """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
         self.k, self.rounds, self.mode, self.rule, self.seed = k, rounds or config.hops, mode, rule, seed
         self.max_prompt_tokens, self.vote, self.gain, self.name, self.batch = max_prompt_tokens, vote, gain, name, batch
+        self.path_kind, self.device = paths, device
+        keep_freed_memory()  # each batch frees and allocates the same large arrays: keep their pages
+        if self.model is not None:
+            self.model.to(device)
         self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
         self._features: Features | None = None
+        self._entities: torch.Tensor | None = None  # every node's entity representation, computed once
 
     @property
     def features(self) -> Features:
         if self._features is None:
-            self._features = Features(self.graph, self.nodes, self.config.hops)
+            self._features = Features(self.graph, self.nodes, self.config.hops, device=self.device)
         return self._features
 
     def examples(self, queries: list[Query]) -> list[Example]:
@@ -91,30 +106,37 @@ class PathMind:
         features = self.features
         masks = [features.subgraph(e.topics) for e in chunk]
         depths = [depth_of(m) for m in masks]
-        if self.mode != "model":
+        if self.mode not in LEARNED:
             return [self._unlearned(e, m[-1], d) for e, m, d in zip(chunk, masks, depths)]
         with torch.no_grad():
-            inputs = features.batch(chunk)
-            output = self.model(inputs)
+            if self._entities is None:
+                self._entities = self.model.entities(features.whole)
+            inputs = features.batch(chunk, entities=self._entities)
+            output = self.model(inputs, probes=() if self.mode == "model" else (self.mode,))
+        logits = output.logits if self.mode == "model" else output.probes[self.mode]
         nodes, n = inputs.places.nodes, self.graph.num_nodes
         out = []
         for j, (mask, depth) in enumerate(zip(masks, depths)):
             inside = mask[-1]
             priority = np.full(n, -np.inf)
-            priority[nodes] = output.logits[:, j].numpy()
+            priority[nodes] = logits[:, j].cpu().numpy()
             priority[~inside] = -np.inf
-            out.append(Prioritized(priority, inside, depth, inputs.places, output.d[:, j].numpy(),
-                                   output.gates[:, j].numpy(), output.relations[:, j].numpy()))
+            out.append(Prioritized(priority, inside, depth, inputs.places, output.d[:, j].cpu().numpy(),
+                                   output.gates[:, j].cpu().numpy(), output.relations[:, j].cpu().numpy()))
         return out
 
     def _unlearned(self, example: Example, inside: np.ndarray, depth: np.ndarray) -> Prioritized:
-        if self.mode == "shortest":
+        if self.mode == "nearest":
             degree = self.graph.degree().astype(float)
             score = -depth.astype(float) + degree / (degree.max() + 1) * 0.5
         else:
-            rng = np.random.default_rng(self.seed + int.from_bytes(example.id.encode()[-4:].rjust(4, b"\0"), "little"))
-            score = rng.random(len(inside))
+            score = self._rng(example).random(len(inside))
         return Prioritized(np.where(inside, score, -np.inf), inside, depth)
+
+    def _rng(self, example: Example, stream: int = 0) -> np.random.Generator:
+        """A question's own seeded generator (the same question draws the same in any batch)."""
+        return np.random.default_rng([self.seed, stream, int.from_bytes(example.id.encode()[-4:].rjust(4, b"\0"),
+                                                                        "little")])
 
     # ------------------------------------------------------------------ select and read
     def select(self, example: Example, prioritized: Prioritized) -> Selection:
@@ -133,23 +155,60 @@ class PathMind:
         if prioritized.relations is not None and len(between) > 1:
             codes = 2 * g.rel[between].astype(np.int64) + (1 - g.fwd[between].astype(np.int64))
             at = prioritized.places.local_of[[head, tail]]
-            carried = prioritized.gates[at[0]] * prioritized.d[at[0]]  # h * d at the step's start (d: 1 or hidden wide)
+            carried = prioritized.gates[at[0]]  # the node factor at the step's start, times d for the product cost
+            if self.model.cost == "product":
+                carried = carried * prioritized.d[at[0]]
             weight = (prioritized.relations[codes] * carried * prioritized.gates[at[1]]).sum(1)
             pick = int(between[int(np.argmax(weight))])
         return int(g.rel[pick]), not bool(g.fwd[pick])  # the half-edge tail -> head follows the storage: stored tail -> head
 
-    def paths(self, selection: Selection, nodes: list[int],
-              prioritized: Prioritized) -> list[list[tuple[int, int, int, bool]]]:
-        """Each node's path from a topic as steps (head, relation, tail, stored head -> tail),
-        in walked order."""
+    def paths(self, selection: Selection, nodes: list[int], prioritized: Prioritized,
+              example: Example | None = None) -> list[list[tuple[int, int, int, bool]]]:
+        """The paths the reasoner reads (``self.path_kind``) as steps (head, relation, tail,
+        stored head -> tail), in walked order: for ``important`` and ``shortest`` one per
+        node of ``nodes``; for ``random``, as many walks from the topics of ``example``."""
+        if self.path_kind == "random" and example is not None:
+            walks = self.random_walks(example, prioritized, len(nodes))
+        elif self.path_kind == "shortest":
+            walks = [self.shortest_walk(node, prioritized) for node in nodes]
+        else:
+            walks = [selection.path(node) for node in nodes]
         out = []
-        for node in nodes:
-            walk = selection.path(node)
+        for walk in walks:
             steps = []
             for head, tail in zip(walk[:-1], walk[1:]):
                 relation, forward = self.step_edge(head, tail, prioritized)
                 steps.append((head, relation, tail, forward))
             out.append(steps)
+        return out
+
+    def shortest_walk(self, node: int, prioritized: Prioritized) -> list[int]:
+        """A shortest path from a topic to ``node`` inside the subgraph: back from the node,
+        each step to its neighbour one hop nearer a topic (the smallest index among them)."""
+        g, depth = self.graph, prioritized.depth
+        walk = [node]
+        while depth[walk[-1]] > 0:
+            here = walk[-1]
+            around = np.asarray(g.indices[g.indptr[here]:g.indptr[here + 1]])
+            walk.append(int(around[depth[around] == depth[here] - 1].min()))
+        return walk[::-1]
+
+    def random_walks(self, example: Example, prioritized: Prioritized, count: int) -> list[list[int]]:
+        """``count`` walks from the question's topics inside its subgraph, each of a length
+        drawn in 1..hops and each step to a neighbour drawn uniformly (seeded per question)."""
+        g, rng, inside = self.graph, self._rng(example, 1), prioritized.inside
+        topics = list(dict.fromkeys(example.topics))
+        out = []
+        for _ in range(count):
+            walk = [topics[int(rng.integers(len(topics)))]]
+            for _ in range(int(rng.integers(1, self.config.hops + 1))):
+                around = np.asarray(g.indices[g.indptr[walk[-1]]:g.indptr[walk[-1] + 1]])
+                around = around[inside[around]]
+                if not len(around):
+                    break
+                walk.append(int(around[rng.integers(len(around))]))
+            if len(walk) > 1:
+                out.append(walk)
         return out
 
     def named(self, paths: list[list[tuple[int, int, int, bool]]]) -> list[list[tuple[str, str, str, bool]]]:
@@ -163,7 +222,7 @@ class PathMind:
         results, prompt_list, usages = [], [], [Usage() for _ in queries]
         for q, ex, prioritized in zip(queries, examples, self.prioritize(examples, queries)):
             selection = self.select(ex, prioritized)
-            local_paths = self.paths(selection, selection.final, prioritized)
+            local_paths = self.paths(selection, selection.final, prioritized, ex)
             names = [g.name(v) for v in selection.final]
             paths = [[path_step(int(g.node_id[a]), g.relation_names[r], int(g.node_id[b]), forward)
                       for a, r, b, forward in p] for p in local_paths]
@@ -172,7 +231,8 @@ class PathMind:
                 answer_source="extractive" if names else "none", paths=paths,
                 explored={str(t): [int(g.node_id[v]) for v in vs] for t, vs in enumerate(selection.rounds, start=1)},
                 fallback="" if self.mode == "model" else self.mode,
-                extra={"answer_set": names, "prioritized": [int(g.node_id[v]) for v in selection.final]}))
+                extra={"answer_set": names, "prioritized": [int(g.node_id[v]) for v in selection.final],
+                       "path_kind": self.path_kind}))
             if self.llm is not None:
                 prompt_list.append(self.prompt(q.text, self.named(local_paths), q.options))
         if self.llm is not None:

@@ -3,21 +3,25 @@ stopping, checkpoints.
 
 An example is one question: its embedding, its topics (every topic entity) and its valid
 answers. Its query subgraph is the union of the topics' ``hops``-hop balls, whole: nothing
-is cut, so every answer within ``hops`` steps of a topic is in it. Training minimizes a
-class-balanced binary cross-entropy over the subgraph's entities (answers positive, every
-other non-topic entity negative, positives weighted by negatives / positives per question,
-the mean over questions). The best epoch by validation Hits@1 (or Hits@3) of the priority
-ranking is kept; training stops after ``patience`` epochs without improvement. Checkpoints
-are safetensors + JSON, never pickles. Everything is seeded.
+is cut, so every answer within ``hops`` steps of a topic is in it. Training minimizes, by
+default, the paper's objective: the binary cross-entropy of the priority summed over every
+entity of the query subgraph, answers positive and every other entity negative, unweighted
+(the mean of that sum over a step's questions); ``loss="balanced"`` weights the positives by
+negatives / positives, ``loss="softmax"`` takes the cross-entropy of a softmax over the
+subgraph. The probe heads (the ablations' priorities) learn the same objective from
+detached inputs. The best epoch by validation Hits@1 (or Hits@3) of the priority ranking is
+kept; training stops after ``patience`` epochs without improvement. Checkpoints are
+safetensors + JSON, never pickles. Everything is seeded.
 
 Speed: each step puts ``batch`` questions side by side through one pass over the graph per
-layer (:mod:`adapath.methods.pathmind.propagate`); every node's text embedding is read once,
-before the first epoch. A step scores the answers and a stratified sample of the negatives
-(:func:`sampled_targets`): the ``HARD`` negatives most like the question (cosine of their
-text), all of them, and ``SAMPLED`` of the rest at each hop depth, uniformly, each weighted by
-how many it stands for. The sum is an unbiased estimate of the loss over every entity of the subgraph (exactly
-that loss when the sample holds every negative), and the last layer computes d(q, e) for the
-sampled entities alone. Validation scores every entity.
+step of the cumulative cost (:mod:`adapath.methods.pathmind.propagate`); every node's text
+embedding is read once, before the first epoch. A step scores the answers and a stratified
+sample of the rest of the subgraph (:func:`sampled_targets`): the topics and the ``HARD``
+negatives most like the question (cosine of their text), all of them, and ``SAMPLED`` of the
+rest at each hop depth, uniformly, each weighted by how many it stands for. The weighted sum
+is an unbiased estimate of the sum over every entity of the subgraph (exactly that sum when
+the sample holds every entity), and the last step computes d(q, e) for the sampled entities
+alone. Validation scores every entity.
 """
 
 from __future__ import annotations
@@ -34,13 +38,14 @@ from torch.nn import functional as F
 from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
+from adapath.memory import keep_freed_memory
 from adapath.methods.pathmind.config import TrainConfig
-from adapath.methods.pathmind.model import BatchInputs, PathMindNet
+from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
 from adapath.methods.pathmind.propagate import Places, RelationalGraph
 from adapath.progress import Progress
 
 FORMAT = "adapath-pathmind"
-FORMAT_VERSION = 2  # version 1: the 400-node cut with a scalar soft shortest-path cost
+FORMAT_VERSION = 3  # 1: the 400-node cut, a scalar soft shortest-path cost; 2: gates and the product cost only
 
 
 @dataclass
@@ -72,10 +77,14 @@ class Features:
     """Per-node inputs every batch shares (types, text embeddings and their unit vectors, the
     graph's relational codes), read once; ``batch`` adds the questions."""
 
-    def __init__(self, graph: KnowledgeGraph, nodes, hops: int, progress: bool = False, chunk: int = 8192):
-        self.graph, self.hops = graph, hops
-        self.relational = RelationalGraph(graph)
-        self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64))
+    def __init__(self, graph: KnowledgeGraph, nodes, hops: int, progress: bool = False, chunk: int = 8192,
+                 device: str = "cpu", backend: str | None = None):
+        """``device``: where the network's tensors live (``cuda`` runs the relational passes
+        with torch's ops there); ``backend``: the relational passes' implementation on the
+        CPU (``numba``, the default, or ``torch``)."""
+        self.graph, self.hops, self.device = graph, hops, torch.device(device)
+        self.relational = RelationalGraph(graph, backend or ("numba" if self.device.type == "cpu" else "torch"))
+        self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64)).to(self.device)
         text = np.empty((graph.num_nodes, 0), dtype=np.float32)
         with Progress(graph.num_nodes, "node text", "nodes", quiet=not progress) as bar:
             parts = []
@@ -84,9 +93,10 @@ class Features:
                 parts.append(np.asarray(nodes.get(part), dtype=np.float32))
                 bar.advance(len(part))
             text = np.concatenate(parts) if parts else text
-        self.text = torch.from_numpy(np.ascontiguousarray(text))
+        self.text = torch.from_numpy(np.ascontiguousarray(text)).to(self.device)
         norms = np.maximum(np.linalg.norm(text, axis=1, keepdims=True), 1e-12)
-        self.unit = torch.from_numpy(np.ascontiguousarray(text / norms))
+        self.unit = torch.from_numpy(np.ascontiguousarray(text / norms)).to(self.device)
+        self.whole = WholeGraph(self.relational, self.node_type, self.text)
 
     @property
     def text_dim(self) -> int:
@@ -94,27 +104,24 @@ class Features:
 
     def cosine(self, examples: list[Example]) -> np.ndarray:
         """Every node's text cosine to each question: nodes x B."""
-        query = torch.as_tensor(np.stack([e.query for e in examples]))
+        query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        return (self.unit @ unit.T).numpy()
+        return (self.unit @ unit.T).cpu().numpy()
 
-    def batch(self, examples: list[Example], rows: np.ndarray | None = None) -> BatchInputs:
+    def batch(self, examples: list[Example], rows: np.ndarray | None = None,
+              entities: torch.Tensor | None = None) -> BatchInputs:
         """The network's inputs for these questions, over the places they need: every node of
         their subgraphs, or (``rows``: the nodes to score) the nodes within hops - 1 steps,
-        whose d the last layer reads, and the rows."""
-        seeds = np.zeros(self.graph.num_nodes, dtype=np.bool_)
-        for e in examples:
-            seeds[e.topics] = True
-        reach = self.relational.reach(seeds, self.hops)
+        whose d the last step reads, and the rows. ``entities``: every node's entity
+        representation, computed once beforehand (inference)."""
+        reach = self.relational.reach_bits([e.topics for e in examples], self.hops)
         nodes = np.flatnonzero(reach[-1]) if rows is None else np.union1d(np.flatnonzero(reach[-2]), rows)
         places = Places(nodes, self.graph.num_nodes)
-        index = torch.as_tensor(nodes)
-        query = torch.as_tensor(np.stack([e.query for e in examples]))
+        query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        unit_text = self.unit.index_select(0, index)
-        return BatchInputs(self.relational, places, self.node_type.index_select(0, index),
-                           self.text.index_select(0, index), unit_text @ unit.T, query, [e.topics for e in examples],
-                           [places.mask(m) for m in reach])
+        cosine = (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
+        return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
+                           [places.mask(bits) for bits in reach], entities)
 
     def subgraph(self, topics: list[int]) -> list[np.ndarray]:
         """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
@@ -123,13 +130,15 @@ class Features:
         return self.relational.reach(seeds, self.hops)
 
 
-def targets(features: Features, examples: list[Example], places: Places) -> tuple[torch.Tensor, torch.Tensor]:
-    """(answers, mask) as places x B: the mask is each question's subgraph without its topics."""
+def targets(features: Features, examples: list[Example], places: Places,
+            topics: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(answers, mask) as places x B: the mask is each question's subgraph, without its
+    topics (what a ranking may return) unless ``topics`` (what the loss sums over)."""
     target = torch.zeros(len(places), len(examples))
     mask = torch.zeros(len(places), len(examples), dtype=torch.bool)
     for j, e in enumerate(examples):
         inside = features.subgraph(e.topics)[-1].copy()
-        inside[e.topics] = False
+        inside[e.topics] = topics
         mask[:, j] = torch.from_numpy(places.mask(inside))
         at = places.local_of[e.answers]
         target[at[at >= 0], j] = 1.0
@@ -142,19 +151,20 @@ HARD, SAMPLED = 256, 384  # negatives per question and step: most like the quest
 def sampled_targets(features: Features, examples: list[Example], cosine: np.ndarray, rng: np.random.Generator,
                     hard: int = HARD, sampled: int = SAMPLED) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
     """(rows, answers, multiplicity): the union of the nodes each question scores this step
-    (its answers; its ``hard`` negatives of highest cosine; at each hop depth 1..hops,
-    ``sampled`` of the other negatives drawn uniformly, or all where fewer), and per row and
-    question the target and how many of the question's entities the row stands for (1 for
-    an answer or a hard negative, the stratum's size over its draws for a drawn one; zero
-    where the question did not sample the row). Sums weighted by the multiplicity are
-    unbiased estimates of sums over every entity of the subgraph, and equal them when every
-    negative is drawn. The strata by depth keep the nodes near the topics, few but with the
-    largest walk sums, in every step."""
+    (its answers and its topics; its ``hard`` negatives of highest cosine; at each hop depth
+    1..hops, ``sampled`` of the other negatives drawn uniformly, or all where fewer), and per
+    row and question the target and how many of the question's entities the row stands for
+    (1 for an answer, a topic or a hard negative, the stratum's size over its draws for a
+    drawn one; zero where the question did not sample the row). Sums weighted by the
+    multiplicity are unbiased estimates of sums over every entity of the subgraph, and equal
+    them when every negative is drawn. The strata by depth keep the nodes near the topics,
+    few but with the largest walk sums, in every step."""
     picks = []
     for j, e in enumerate(examples):
         masks = features.subgraph(e.topics)
         inside = masks[-1].copy()
-        inside[e.topics] = False
+        topics = np.unique(np.asarray(e.topics, dtype=np.int64))
+        inside[topics] = False
         members = np.flatnonzero(inside)
         answer = np.zeros(len(inside), dtype=np.bool_)
         answer[e.answers] = True
@@ -163,7 +173,7 @@ def sampled_targets(features: Features, examples: list[Example], cosine: np.ndar
         order = np.lexsort((negatives, -cosine[negatives, j]))
         top = np.sort(negatives[order[:hard]])
         rest = np.sort(negatives[order[hard:]])
-        strata = [(positives, 1.0), (top, 1.0)]
+        strata = [(positives, 1.0), (topics, 1.0), (top, 1.0)]
         for depth in range(1, len(masks)):
             layer = rest[masks[depth][rest] & ~masks[depth - 1][rest]]
             drawn = np.sort(rng.choice(layer, size=min(sampled, len(layer)), replace=False)) if len(layer) else layer
@@ -180,25 +190,30 @@ def sampled_targets(features: Features, examples: list[Example], cosine: np.ndar
 
 
 def subgraph_loss(logits: torch.Tensor, target: torch.Tensor, multiplicity: torch.Tensor,
-                  kind: str = "softmax") -> torch.Tensor:
+                  kind: str = "bce") -> torch.Tensor:
     """The mean over questions (columns) of each one's loss over its subgraph's entities, from
-    the rows it scored and what each stands for (``multiplicity``; zero: not its row):
+    the rows it scored and how many entities each stands for (``multiplicity``; zero: not its
+    row):
 
+    - ``bce`` (the paper's): ``-sum over answers of log s - sum over the other entities of
+      log(1 - s)``, ``s`` the sigmoid of the logit, unweighted;
+    - ``balanced``: the same with the answers weighted by negatives / positives, divided by
+      the number of entities;
     - ``softmax``: the cross-entropy of a softmax over the entities against the uniform
-      distribution over the answers, ``log sum exp(s) - mean over answers of s``;
-    - ``bce``: the class-balanced binary cross-entropy, answers weighted by negatives / positives,
-      divided by the number of entities.
+      distribution over the answers, ``log sum exp(s) - mean over answers of s``.
     """
     member = multiplicity > 0
     if kind == "softmax":
         shifted = torch.where(member, logits + torch.log(multiplicity.clamp(min=1e-30)), -torch.inf)
         answers = (logits * target).sum(0) / target.sum(0).clamp(min=1)
         return (torch.logsumexp(shifted, 0) - answers).mean()
+    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
+    if kind == "bce":
+        return (per_node * multiplicity).sum(0).mean()
     count = multiplicity.sum(0).clamp(min=1)
     positives = target.sum(0).clamp(min=1)
     weight = torch.where(target > 0, ((count - positives) / positives).expand_as(target), multiplicity)
-    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits)) * weight * member
-    return (per_node.sum(0) / count).mean()
+    return ((per_node * weight * member).sum(0) / count).mean()
 
 
 def ranked(logits: torch.Tensor, mask: torch.Tensor, places: Places, k: int) -> list[list[int]]:
@@ -206,26 +221,29 @@ def ranked(logits: torch.Tensor, mask: torch.Tensor, places: Places, k: int) -> 
     out = []
     for j in range(logits.shape[1]):
         inside = torch.nonzero(mask[:, j]).squeeze(1).numpy()
-        scores = logits[inside, j].numpy()
+        scores = logits[inside, j].cpu().numpy()
         order = np.lexsort((inside, -scores))[:k]
         out.append(places.nodes[inside[order]].tolist())
     return out
 
 
-def hits_at_many(model: PathMindNet, features: Features, examples: list[Example], ks, size: int = 8) -> list[float]:
+def hits_at_many(model: PathMindNet, features: Features, examples: list[Example], ks, size: int = 8,
+                 progress: bool = False, label: str = "validation") -> list[float]:
     """Share of questions with an answer among their k best-priority entities, for each k."""
     if not examples:
         return [0.0 for _ in ks]
     model.eval()
     found = [0 for _ in ks]
-    with torch.no_grad():
+    with torch.no_grad(), Progress(len(examples), label, "questions", quiet=not progress) as bar:
+        entities = model.entities(features.whole)  # the same for every question: computed once
         for chunk in batches(examples, size):
-            inputs = features.batch(chunk)
+            inputs = features.batch(chunk, entities=entities)
             logits = model(inputs).logits
             _, mask = targets(features, chunk, inputs.places)
             for top, e in zip(ranked(logits, mask, inputs.places, max(ks)), chunk):
                 for i, k in enumerate(ks):
                     found[i] += bool(set(top[:k]) & set(e.answers))
+            bar.advance(len(chunk))
     return [f / len(examples) for f in found]
 
 
@@ -233,10 +251,23 @@ def batches(examples: list, size: int) -> list[list]:
     return [examples[lo:lo + size] for lo in range(0, len(examples), size)]
 
 
-def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config: TrainConfig) -> PathMindNet:
-    return PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
-                       hidden=config.hidden, hops=config.hops, reading=config.reading,
-                       text_projection=config.text_projection)
+def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config: TrainConfig,
+              answer_share: float | None = None) -> PathMindNet:
+    """A randomly initialized network; ``answer_share``: the share of a subgraph's entities
+    that are answers, where the binary cross-entropies start their output bias (the prior
+    initialization of imbalanced binary classifiers: the first steps then learn the ranking
+    instead of pushing every score down)."""
+    model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                        hidden=config.hidden, hops=config.hops, reading=config.reading,
+                        text_projection=config.text_projection, cost=config.cost, entity=config.entity,
+                        readout=config.readout, gnn_layers=config.gnn_layers)
+    if config.entity == "gnn":
+        model.gnn.fit_text(features.text)
+    if answer_share is not None and config.loss == "bce":
+        with torch.no_grad():
+            for head in (model.priority, *model.probes.values()):
+                head[-1].bias.fill_(float(np.log(answer_share / (1 - answer_share))))
+    return model
 
 
 def split_by_question(examples: list[Example], fraction: float, rng: np.random.Generator) -> tuple[list, list]:
@@ -250,18 +281,32 @@ def split_by_question(examples: list[Example], fraction: float, rng: np.random.G
     return [e for e in examples if e.id in held], [e for e in examples if e.id not in held]
 
 
+def within_reach(features: Features, examples: list[Example]) -> list[Example]:
+    """The questions with an answer inside their query subgraph (the others teach nothing)."""
+    return [e for e in examples if e.answers and features.subgraph(e.topics)[-1][e.answers].any()]
+
+
 def train(graph: KnowledgeGraph, examples: list[Example], features: Features, config: TrainConfig, log=None,
-          progress: bool = False):
+          progress: bool = False, more: list[Example] = (), split=None):
     """Returns (model, history) with the best validation epoch's weights (validation: a seeded
-    fifth of the questions, every level of each). Questions whose answers lie outside their
-    subgraph (more than ``hops`` steps away) teach nothing and are left out."""
+    fifth of ``examples``' questions, every level of each). ``more``: questions that only
+    train (generated ones beside real records, say). Questions whose answers lie outside
+    their subgraph (more than ``hops`` steps away) teach nothing and are left out.
+    ``split(validation, training, more)``: told the three counts before the first epoch."""
+    keep_freed_memory()  # every step frees and allocates the same large arrays: keep their pages
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    usable = [e for e in examples if e.answers and features.subgraph(e.topics)[-1][e.answers].any()]
+    usable = within_reach(features, examples)
     if len(usable) < 4:
         raise InputError("too few training questions with an answer within --hops steps of a topic")
     val, fit = split_by_question(usable, config.val_fraction, rng)
-    model = new_model(graph, features, len(usable[0].query), config)
+    extra = within_reach(features, list(more))
+    if split is not None:
+        split(len(val), len(fit), len(extra))
+    fit = fit + extra
+    sizes = [int(features.subgraph(e.topics)[-1].sum()) for e in fit[:64]]
+    share = float(np.median([len(e.answers) / max(size, 2) for e, size in zip(fit, sizes)]))
+    model = new_model(graph, features, len(usable[0].query), config, min(max(share, 1e-7), 0.5)).to(features.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     best, best_state, stale, history = -1.0, None, 0, []
     for epoch in range(1, config.epochs + 1):
@@ -273,15 +318,19 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
             for chunk in batches(shuffled, max(1, config.batch)):
                 rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
                 inputs = features.batch(chunk, rows)
-                at = torch.as_tensor(inputs.places.local_of[rows])
-                loss = subgraph_loss(model(inputs, at).logits, target, weight, config.loss)
+                at = torch.as_tensor(inputs.places.local_of[rows]).to(features.device)
+                output = model(inputs, at, PROBES)
+                target, weight = target.to(features.device), weight.to(features.device)
+                loss = subgraph_loss(output.logits, target, weight, config.loss)
+                # the probes learn from detached inputs: the priority's gradients are its own
+                probe_loss = sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
                 optimizer.zero_grad()
-                loss.backward()
+                (loss + probe_loss).backward()
                 optimizer.step()
                 total += float(loss.detach()) * len(chunk)
                 bar.advance(len(chunk))
         seconds = time.perf_counter() - clock
-        hits1, hits3 = hits_at_many(model, features, val, (1, 3))
+        hits1, hits3 = hits_at_many(model, features, val, (1, 3), progress=progress, label=f"validation {epoch}")
         score = hits1 if config.select == "hits1" else hits3
         history.append({"epoch": epoch, "loss": total / max(len(fit), 1), "val_hits1": hits1, "val_hits3": hits3,
                         "seconds": seconds})
@@ -306,7 +355,7 @@ def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGra
     from adapath.fsutil import atomic_dir
 
     with atomic_dir(out, overwrite=True) as tmp:
-        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+        save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(json.dumps({
             "format": FORMAT, "version": FORMAT_VERSION, "model": model.config, "train": asdict(config),
             "graph_checksum": graph.checksum(), "history": history or []}, indent=2))
@@ -322,7 +371,7 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     if meta.get("format") != FORMAT:
         raise InputError(f"{path}: not a PathMind model")
     if meta.get("version", 1) != FORMAT_VERSION:
-        raise InputError(f"{path}: a PathMind model of an earlier version (a cut subgraph); train it again "
+        raise InputError(f"{path}: a PathMind model of an earlier version; train it again "
                          "with `adapath pathmind train`")
     model = PathMindNet(**meta["model"])
     model.load_state_dict(load_file(str(path / "model.safetensors")))
