@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "adapath"
 FLOORS = (("cli",), ("view", "eval"), ("methods",), ("datasets",), ("contract",), ("bank", "sources"),
           ("executors",), ("engine",), ("retrieval", "llm"), ("kernels",))
 FLOOR_OF = {room: i for i, rooms in enumerate(FLOORS) for room in rooms}
-GROUND = {"adapath", "errors", "progress", "fsutil", "jsonl", "quiet", "typed", "config", "data"}
+GROUND = {"adapath", "errors", "progress", "fsutil", "jsonl", "quiet", "typed", "config", "data", "memory"}
 
 
 def room_of(module: str) -> str:
