@@ -45,10 +45,12 @@ def dataset_generate(
     first_id: int = typer.Option(0, "--first-id", help="data_id of the first record."),
     max_answers: int = typer.Option(50, "--max-answers", help="Draw again a walk with more valid answers than this."),
     phrasing: str = typer.Option("templated", "--phrasing", help="templated (every node the template reaches is valid) or describe (each form also carries the answer's definition, name hidden; only the answer is valid)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Questions (biostrat:PATH; repeatable) whose (topic, answer) pairs no generated question may hold: training data that asks nothing a test set asks."),
 ) -> None:
     """Generate BioStrat-QA-format questions on a graph by walking the 60 templates."""
     check_writable(out)
-    from adapath.datasets.generate import QueryGenerator
+    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
     from adapath.engine.graph import KnowledgeGraph
     from adapath.fsutil import atomic_file
 
@@ -56,13 +58,17 @@ def dataset_generate(
         raise InputError("--n must be at least 1")
     if max_answers < 1:
         raise InputError("--max-answers must be at least 1")
+    pairs = set()
+    for spec in exclude:
+        pairs |= topic_answer_pairs(load_records(parse_spec(spec)))
     graph = KnowledgeGraph.load(kg)
     records = QueryGenerator(graph).generate(n, seed=seed, hops=_parse_hops(hops), first_id=first_id,
-                                                max_answers=max_answers, phrasing=phrasing)
+                                                max_answers=max_answers, phrasing=phrasing, exclude=frozenset(pairs))
     with atomic_file(out) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    say(f"wrote {out}: {len(records)} questions")
+    say(f"wrote {out}: {len(records)} questions" + (f", none with one of the {len(pairs)} excluded (topic, answer) "
+                                                     "pairs" if pairs else ""))
 
 
 @dataset_app.command("build")

@@ -153,9 +153,11 @@ class QueryGenerator:
         }
 
     def generate(self, n: int, seed: int, hops=(1, 2, 3), first_id: int = 0,
-                 max_answers: int = 50, phrasing: str = "templated") -> list[dict]:
+                 max_answers: int = 50, phrasing: str = "templated", exclude=frozenset()) -> list[dict]:
         """``n`` records; walks with more than ``max_answers`` valid answers are drawn again
-        (as ``dataset build`` drops them), so one vague question cannot inflate exact match."""
+        (as ``dataset build`` drops them), so one vague question cannot inflate exact match.
+        ``exclude``: (topic id, answer id) pairs (external ids, :func:`topic_answer_pairs`) no
+        record may hold: a walk sharing one with them is drawn again."""
         if phrasing not in PHRASINGS:
             raise InputError(f"--phrasing {phrasing!r}: choose {' or '.join(PHRASINGS)}")
         rng = np.random.default_rng(seed)
@@ -171,6 +173,8 @@ class QueryGenerator:
             record = self.sample(template, rng, describe=phrasing == "describe")
             if record is not None and len(record["valid_answer_ids"]) > max_answers:
                 record = None
+            if record is not None and exclude and not exclude.isdisjoint(topic_answer_pairs([record])):
+                record = None
             if record is None:
                 failures += 1
                 if failures > MAX_TRIES * max(n, 1):
@@ -179,6 +183,17 @@ class QueryGenerator:
             record["data_id"] = first_id + len(records)
             records.append(record)
         return records
+
+
+def topic_answer_pairs(records) -> set[tuple[int, int]]:
+    """Every (topic id, valid answer id) pair of the records (external ids): generated
+    training questions sharing none with a test set ask nothing the test set asks."""
+    pairs = set()
+    for record in records:
+        answers = [int(a) for a in record.get("valid_answer_ids", [])]
+        for topic in record.get("topic_entities", {}):
+            pairs.update((int(topic), a) for a in answers)
+    return pairs
 
 
 def _snippet(graph: KnowledgeGraph, node: int, hide: list[str], words: int = 14) -> str:
