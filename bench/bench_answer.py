@@ -38,6 +38,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("explicit", "implicit", "bare")
 

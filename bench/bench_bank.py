@@ -59,6 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
 

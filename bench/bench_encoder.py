@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
 
 

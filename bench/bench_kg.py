@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 STAGES = {
     "generate": (
         "from adapath.sources.synthetic import generate\n"

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 # Reported calls and total (prompt + completion) tokens per question, with where they come from.
 # PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
 # our_results/PoG_webqsp_gpt-3.5-turbo-0125.jsonl: 1,639 questions, 9.03 calls, 5,235 input +

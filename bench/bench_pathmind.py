@@ -17,8 +17,8 @@ the answer set's Hits@1/3 for the learned priority and the ablations ``shortest`
 ``--real``: PathMind on the real BioStrat-QA dev halves beside AdaPath's beam and walk
 (``bench/pathmind_real.py``):
 
-    python bench/bench_pathmind.py --real [--graph base+competitors] [--scale 1.0] [--split test|inner]
-        [--quality-epochs 8] [--readings vector,scalar] [--variants ...] [--reasoner 100] [--json FILE]
+    python bench/bench_pathmind.py --real [--graph base+diseases+competitors] [--scale 1.0] [--split test|inner]
+        [--quality-epochs 8] [--models paper,softmax,...] [--variants ...] [--reasoner 100] [--json FILE]
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
 
 def time_epochs(args) -> list[dict]:
@@ -157,16 +159,20 @@ def main() -> None:
     real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
     real.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "real-records",
                       help="Graph, bank, embeddings, models and reports, shared with bench_real_records.py.")
-    real.add_argument("--graph", choices=("planted", "base", "base+competitors"), default="base+competitors",
+    real.add_argument("--graph", choices=("planted", "base", "base+competitors", "base+diseases",
+                                          "base+diseases+competitors"), default="base+diseases+competitors",
                       help="The graph setting of bench_real_records.py.")
-    real.add_argument("--competitors", type=int, default=20, help="Rivals per record (base+competitors).")
+    real.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors graphs).")
     real.add_argument("--scale", type=float, default=1.0, help="Graph scale.")
     real.add_argument("--split", choices=("test", "inner"), default="test",
                       help="test: bank half / test half; inner: the bank half halved again (tuning).")
-    real.add_argument("--readings", default="vector", help="Triple readings trained (the first is the default "
-                      "model the variants use): vector, scalar.")
-    real.add_argument("--variants", default="pathmind,shortest,random,greedy,pathmind+walk",
-                      help="PathMind runs: pathmind, shortest, random, greedy, pathmind+walk.")
+    real.add_argument("--models", default="paper,softmax,balanced,product,gate,layers,nbfnet",
+                      help="Training options, each a model (the first is the one the ablations use): paper, softmax, "
+                      "balanced, product, gate, layers, scalar, nbfnet (the landed model before the paper's), or "
+                      "key=value+key=value settings.")
+    real.add_argument("--variants", default="models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
+                      help="PathMind runs: models (each trained model), readout, cumulative, future, nearest, random, "
+                      "greedy, pathmind+walk.")
     real.add_argument("--batch", type=int, default=4, help="Questions per training step.")
     real.add_argument("--patience", type=int, default=3, help="Epochs without improvement before stopping.")
     real.add_argument("--levels", default="explicit,implicit,bare")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
 
 

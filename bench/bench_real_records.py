@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the checkout (a worktree under wt/ looks one folder further up)
 DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 PARTS = ("cupy PPR vs CPU kernel", "bank build on the GPU", "FAISS on the GPU", "node embedding on CUDA",
          "vLLM answer end to end")
 PART_NAMES = ("ppr", "bank", "faiss", "embedding", "vllm")  # --parts

@@ -1,22 +1,28 @@
 """PathMind on real BioStrat-QA records (``bench_pathmind.py --real``): the dev records split
 into the bank half and the test half exactly as ``bench_real_records.py`` splits them, on one
-of its graphs (default: every record planted on the real HPO base with related competitors).
+of its graphs (default: the HPO base merged with PrimeKG's diseases, every record planted,
+related competitors).
 
 PathMind as its authors built it: trained on the bank half's questions (every level) from
 the graph and the questions alone, then the test half answered without an LLM (the answer
 set is the K = 3 selected entities in priority order). Printed:
 
-- answer-set Hits@1 (the extractive answer) and Hits@3 (the K entities an LLM reads) per
+- the training options side by side (``--models``: ``paper`` is the paper's model, the
+  others name one option each, or ``key=value+key=value`` settings of ``TrainConfig``):
+  answer-set Hits@1 (the extractive answer) and Hits@3 (the K entities an LLM reads) per
   level x hop, beside the targets (the paper's 70B EM row for Hits@3, AdaPath's beam without
   an LLM on the same graph for Hits@1);
-- the ablations ``prioritize=shortest`` and ``prioritize=random``, the selection rule
-  ``select=greedy`` and the ``scalar`` reading of the triple representation when asked for;
+- the paper's ablation table, in its order, for the first model: w/o prioritization
+  (``prioritize=readout``), d only and f only (``cumulative``, ``future``), the path rows
+  (important, shortest, random: the same extractive answer without an LLM), the unlearned
+  orders ``nearest`` and ``random`` and ``select=greedy``, with the paper's figures beside;
 - the answer in the query subgraph per hop (the union of the topics' 3-hop balls);
-- training seconds per epoch;
+- training seconds per epoch and the validation curve of each model;
+- why the first model's K entities miss (the failure table);
 - ``pathmind+walk`` (the blend with AdaPath's walk-scorer vote) beside AdaPath's walk and beam,
   with how often it gives the walk's answer;
 - the reasoner rows (``--reasoner N``): SmolLM2-135M-Instruct untrained, after SFT and after
-  SFT + DPO, on N test-half questions (explicit), on the CPU.
+  SFT + DPO, on N test-half questions, on the CPU.
 
 Everything lands in ``--work`` (shared with ``bench_real_records.py``): a rerun trains,
 answers and fine-tunes only what is missing.
@@ -33,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 LEVELS = ("explicit", "implicit", "bare")
 
 
@@ -40,9 +48,28 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+# named training options: each one setting changed from the paper's model, and the model that
+# landed before it (NBFNet's product cost over question-read gates, softmax loss)
+MODELS = {"paper": {}, "softmax": {"loss": "softmax"}, "balanced": {"loss": "balanced"},
+          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "layers": {"readout": "layers"},
+          "scalar": {"reading": "scalar"},
+          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"}}
+
+
+def model_settings(name: str) -> dict:
+    """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings."""
+    if name in MODELS:
+        return dict(MODELS[name])
+    out = {}
+    for pair in name.split("+"):
+        key, _, value = pair.partition("=")
+        out[key] = int(value) if value.isdigit() else value
+    return out
+
+
 def model_dir(work: Path, split: str, config) -> Path:
     key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
-    return work / "pathmind" / f"{split}-{config.reading}-{key}"
+    return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}"
 
 
 def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int) -> tuple[Path, dict]:
@@ -54,7 +81,8 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     if (out / "config.json").is_file():
         meta = json.loads((out / "config.json").read_text())
         return out, {"history": meta["history"]}
-    say(f"training PathMind ({config.reading} reading) on {len(records)} records x {len(LEVELS)} levels")
+    say(f"training PathMind ({config.cost} cost, {config.entity} entities, {config.loss} loss) on {len(records)} "
+        f"records x {len(LEVELS)} levels")
     examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
     nodes = NodeEmbeddings(graph, encoder, work / "kg")
     features = Features(graph, nodes, config.hops)
@@ -119,6 +147,15 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
         kept.setdefault(int(r["num_hops"]), []).append(bool(len(answers)) and bool(inside[answers].any()))
     return {str(h): round(100 * float(np.mean(v)), 1) for h, v in sorted(kept.items())}
 
+
+# the paper's ablations answered as `--param prioritize=...` of the first model, and the
+# unlearned orders
+ABLATIONS = ("readout", "cumulative", "future", "nearest", "random")
+# the paper's ablation table (WebQSP Hits@1, CWQ Hits@1) and its finding 6 (WebQSP Hits@1)
+PAPER_ABLATIONS = (("Full", 0.895, 0.707), ("w/o Prioritization", 0.840, 0.643), ("w/o Alignment", 0.871, 0.672),
+                   ("w/o Training", 0.668, 0.413), ("Random Paths", 0.356, 0.268), ("Shortest Paths", 0.854, 0.662),
+                   ("Important Paths", 0.895, 0.707), ("d only (cumulative cost)", 0.878, None),
+                   ("f only (future cost)", 0.831, None))
 
 FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "a rival: answer's type and depth",
             "answer's type, another depth", "another type")
@@ -206,9 +243,9 @@ def run(args) -> dict:
     whole_half = test  # AdaPath answers the whole half once (bench_real_records shares the file)
     if args.limit:
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
-    base = prepare_base(args.work, None) if setting != "planted" else None
+    base = prepare_base(args.work, None, "diseases" in setting) if setting != "planted" else None
     graph = prepare_graph(work, records_path, args.scale, setting, base,
-                          args.competitors if setting == "base+competitors" else 0)
+                          args.competitors if setting.endswith("+competitors") else 0)
     bank = prepare_bank(work, graph, bank_records, args.split)
     encoder = make_encoder(args.encoder, backend=resolve_backend("auto", "cpu"))
     prepare_embeddings(work, graph, encoder)
@@ -217,7 +254,8 @@ def run(args) -> dict:
     out: dict = {"setup": {"graph": setting, "split": args.split, "scale": args.scale, "nodes": graph.num_nodes,
                            "edges": graph.num_edges, "encoder": encoder.name, "train_records": len(bank_records),
                            "test_records": len(test), "levels": levels, "seed": 0},
-                 "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {}}
+                 "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
+                 "failures": {}}
 
     def save():
         if args.json:
@@ -230,32 +268,33 @@ def run(args) -> dict:
         save()
 
     models = {}
-    for reading in args.readings.split(","):
-        config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, reading=reading,
-                             patience=args.patience)
-        models[reading], record = prepare_model(work, args.split, graph, bank_records, encoder, config, args.threads)
+    names = [m for m in args.models.split(",") if m]
+    for name in names:
+        config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
+                             **model_settings(name))
+        models[name], record = prepare_model(work, args.split, graph, bank_records, encoder, config, args.threads)
         history = record["history"]
-        out["models"][reading] = {"epochs": len(history), "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-                                  "val_hits1": [h["val_hits1"] for h in history], "val_hits3": [h["val_hits3"] for h in history]}
+        out["models"][name] = {"settings": model_settings(name), "epochs": len(history),
+                               "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
+                               "val_hits1": [h["val_hits1"] for h in history],
+                               "val_hits3": [h["val_hits3"] for h in history]}
         save()
-    default = models[args.readings.split(",")[0]]
-    runs = {"pathmind": ("pathmind", default, {}),
-            "shortest": ("pathmind", default, {"prioritize": "shortest"}),
-            "random": ("pathmind", default, {"prioritize": "random"}),
-            "greedy": ("pathmind", default, {"select": "greedy"}),
-            "pathmind+walk": ("pathmind+walk", default, {})}
-    for reading, path in models.items():
-        if path != default:
-            runs[f"pathmind ({reading})"] = ("pathmind", path, {})
-    answered = {}
+    default = models[names[0]]
+    runs = {f"pathmind {name}": ("pathmind", path, {}) for name, path in models.items()}
+    runs |= {name: ("pathmind", default, {"prioritize": name}) for name in ABLATIONS}
+    runs |= {"greedy": ("pathmind", default, {"select": "greedy"}), "pathmind+walk": ("pathmind+walk", default, {})}
+    wanted_runs = []
     for name in [v for v in args.variants.split(",") if v]:
+        wanted_runs += list(runs)[:len(models)] if name == "models" else [name]
+    answered = {}
+    for name in wanted_runs:
         method, model, params = runs[name]
-        answered[name] = answer_pathmind(work, args.split, f"{name}-{model.name}", method, graph, model,
-                                         bank if method == "pathmind+walk" else None, args.encoder, encoder, test,
-                                         levels, params)
+        answered[name] = answer_pathmind(work, args.split, f"{name.replace(' ', '-')}-{model.name}", method, graph,
+                                         model, bank if method == "pathmind+walk" else None, args.encoder, encoder,
+                                         test, levels, params)
         report(name, answered[name])
-        if name == "pathmind":
-            out["failures"] = failure_table(graph, test, answered[name])
+        if name.startswith("pathmind ") and name != "pathmind+walk":
+            out["failures"][name] = failure_table(graph, test, answered[name])
             save()
     for name in [v for v in args.adapath.split(",") if v]:
         wanted = {str(r["data_id"]) for r in test}
@@ -263,7 +302,7 @@ def run(args) -> dict:
                                                                  whole_half, levels, 16, encoder) if r.id in wanted]
         report(f"adapath {name}", answered[f"adapath {name}"])
     if "adapath walk" in answered:
-        for name in ("pathmind", "pathmind+walk"):
+        for name in (f"pathmind {names[0]}", "pathmind+walk"):
             if name in answered:
                 out["agreement"][f"{name} vs adapath walk"] = agreement(answered[name], answered["adapath walk"])
         save()
@@ -279,6 +318,16 @@ PAPER = {"explicit": {1: 87.9, 2: 61.3, 3: 62.2}, "implicit": {1: 83.1, 2: 62.5,
          "bare": {1: 69.8, 2: 50.5, 3: 44.2}}
 
 
+def hits_cell(methods: dict, name: str, level: str, hop: str) -> str:
+    cell = methods.get(name, {}).get("set_hits", {}).get(level, {}).get(hop)
+    return f"{cell['1']:.1f} / {cell['3']:.1f}" if cell else "-"
+
+
+def overall(methods: dict, name: str) -> str:
+    cell = methods.get(name, {}).get("set_hits", {}).get("overall")
+    return f"{cell['1']:.1f} / {cell['3']:.1f}" if cell else "-"
+
+
 def print_tables(out: dict) -> None:
     s = out["setup"]
     print(f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']} ({s['nodes']:,} nodes, "
@@ -287,28 +336,42 @@ def print_tables(out: dict) -> None:
           f"{s['encoder']}; no LLM; seed 0")
     print("\nAnswer in the query subgraph (union of the topics' 3-hop balls), % of test records per hop: "
           + ", ".join(f"{h}-hop {v}" for h, v in out["in_subgraph"].items()))
-    for reading, m in out["models"].items():
-        print(f"\nTraining ({reading} reading): {m['epochs']} epochs, {m['seconds_per_epoch']:.0f} s/epoch; "
+    for name, m in out["models"].items():
+        settings = ", ".join(f"{k}={v}" for k, v in m["settings"].items()) or "the paper's model"
+        print(f"\nTraining {name} ({settings}): {m['epochs']} epochs, {m['seconds_per_epoch']:.0f} s/epoch; "
               f"validation Hits@1 {' '.join(f'{v:.3f}' for v in m['val_hits1'])}")
     methods = out["methods"]
     beam = methods.get("adapath beam")
-    names = [n for n in methods if not n.startswith("adapath")]
-    print("\nAnswer-set Hits@1 / Hits@3 (strict), % per level x hop; targets: Hits@1 >= AdaPath's beam (no LLM, "
-          "same graph), Hits@3 >= the paper's 70B EM\n")
-    print("| level | hop | " + " | ".join(names) + " | beam EM | paper 70B |")
+    names = [f"pathmind {n}" for n in out["models"] if f"pathmind {n}" in methods]
+    print("\nAnswer-set Hits@1 / Hits@3 (strict), % per level x hop, each training option; targets: Hits@1 >= "
+          "AdaPath's beam (no LLM, same graph), Hits@3 >= the paper's 70B EM\n")
+    print("| level | hop | " + " | ".join(n.removeprefix("pathmind ") for n in names) + " | beam EM | paper 70B |")
     print("|---|---|" + "---:|" * (len(names) + 2))
     for level in s["levels"]:
         for hop in ("1", "2", "3"):
-            cells = []
-            for n in names:
-                cell = methods[n]["set_hits"].get(level, {}).get(hop)
-                cells.append(f"{cell['1']:.1f} / {cell['3']:.1f}" if cell else "-")
             target = beam["cells"].get(level, {}).get(f"hop{hop}_strict") if beam else None
-            print(f"| {level} | {hop} | " + " | ".join(cells) + f" | {'-' if target is None else f'{target:.1f}'} | "
-                  f"{PAPER[level][int(hop)]} |")
-    overall = [methods[n]["set_hits"].get("overall") for n in names]
-    print("| all | all | " + " | ".join(f"{c['1']:.1f} / {c['3']:.1f}" if c else "-" for c in overall)
-          + f" | {beam['em_strict']:.1f} | 65.5 |" if beam else " | - | 65.5 |")
+            print(f"| {level} | {hop} | " + " | ".join(hits_cell(methods, n, level, hop) for n in names)
+                  + f" | {'-' if target is None else f'{target:.1f}'} | {PAPER[level][int(hop)]} |")
+    print("| all | all | " + " | ".join(overall(methods, n) for n in names)
+          + (f" | {beam['em_strict']:.1f} | 65.5 |" if beam else " | - | 65.5 |"))
+    if names:
+        full = names[0]
+        rows = [("Full", full), ("w/o Prioritization", "readout"), ("w/o Alignment", None), ("w/o Training", None),
+                ("Random Paths", full), ("Shortest Paths", full), ("Important Paths", full),
+                ("d only (cumulative cost)", "cumulative"), ("f only (future cost)", "future")]
+        print(f"\nThe paper's ablations on {full.removeprefix('pathmind ')}: answer-set Hits@1 / Hits@3 %, all levels "
+              "and hops; the paper's Hits@1 (WebQSP, CWQ) beside. Without an LLM the three path rows give Full's "
+              "answer (the selected entities; the paths only change what an LLM reads); w/o Alignment and w/o "
+              "Training are the reasoner's rows\n")
+        print("| row | ours | paper WebQSP | paper CWQ |")
+        print("|---|---:|---:|---:|")
+        for (label, name), (_, webqsp, cwq) in zip(rows, PAPER_ABLATIONS):
+            ours = overall(methods, name) if name else "reasoner"
+            print(f"| {label} | {ours} | {webqsp:.3f} | {'-' if cwq is None else f'{cwq:.3f}'} |")
+        for label, name in (("nearest (hop distance, unlearned)", "nearest"), ("random priorities", "random"),
+                            ("greedy selection", "greedy")):
+            if name in methods:
+                print(f"| {label} | {overall(methods, name)} | - | - |")
     em = [n for n in methods if n.startswith("adapath") or n == "pathmind+walk"]
     if em:
         print("\nStrict EM, % per level x hop: the blend beside AdaPath\n")
@@ -319,12 +382,12 @@ def print_tables(out: dict) -> None:
                 print(f"| {level} | {hop} | " + " | ".join(
                     f"{methods[n]['cells'].get(level, {}).get(f'hop{hop}_strict', float('nan')):.1f}" for n in em) + " |")
         print("| all | all | " + " | ".join(f"{methods[n]['em_strict']:.1f}" for n in em) + " |")
-    if out.get("failures"):
-        print("\nWhy pathmind's K = 3 selected entities miss every valid answer (by node id, all levels), "
+    for name, failures in out.get("failures", {}).items():
+        print(f"\nWhy {name}'s K = 3 selected entities miss every valid answer (by node id, all levels), "
               "% of the misses per hop\n")
         print("| hop | questions | misses | " + " | ".join(FAILURES) + " |")
         print("|---|---:|---:|" + "---:|" * len(FAILURES))
-        for hop, cell in out["failures"].items():
+        for hop, cell in failures.items():
             shares = [100 * cell[f] / cell["misses"] if cell["misses"] else 0.0 for f in FAILURES]
             print(f"| {hop} | {cell['questions']} | {cell['misses']} | " + " | ".join(f"{v:.1f}" for v in shares) + " |")
     for key, value in out.get("agreement", {}).items():

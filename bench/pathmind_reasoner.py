@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)

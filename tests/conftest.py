@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DEV_JSONL = SHARED / "biostrat_qa" / "dev.jsonl"
 TEMPLATES_JSONL = SHARED / "biostrat_qa" / "templates.jsonl"

@@ -40,3 +40,13 @@ def test_freed_blocks_are_reused_instead_of_faulted_in_again():
     assert took  # glibc on Linux
     # measured here: 26,749 faults without the setting, 3,437 with it (the first round's)
     assert kept * 4 < fresh
+
+
+@pytest.mark.parametrize("given, want", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_importing_adapath_makes_openmp_threads_wait_passively_unless_told_otherwise(given, want):
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    done = subprocess.run([sys.executable, "-c", "import os, adapath; print(os.environ['OMP_WAIT_POLICY'])"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.strip() == want, done.stderr
