@@ -311,3 +311,15 @@ def test_files_a_user_may_edit_are_read_with_a_byte_order_mark(tmp_path):
     (tmp_path / "r.jsonl.settings.json").write_bytes(b'{"method": ')
     with pytest.raises(InputError, match=r"r.jsonl.settings.json: not a readable JSON file"):
         check_settings(out, {"method": "tog"}, force=False)
+
+
+def test_a_header_opening_an_unclosed_quote_is_one_line(tmp_path):
+    """Found by the fuzzing above: the quoted field runs to the file's end, newline and all,
+    and the missing-column message printed it raw (two lines)."""
+    from adapath.sources.tables import read_table
+
+    path = tmp_path / "nodes.csv"
+    path.write_text('node_index,"node_name\n0,a\n')
+    with pytest.raises(InputError) as caught:
+        read_table(path, ["node_index", "node_name"])
+    assert "\n" not in str(caught.value) and "missing column(s) node_name" in str(caught.value)

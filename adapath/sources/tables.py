@@ -74,9 +74,8 @@ def read_header(path: Path) -> list[str]:
 def require_columns(path: Path, header: list[str], required: Iterable[str]) -> None:
     missing = [c for c in required if c not in header]
     if missing:
-        raise InputError(
-            f"{path}:1: missing column(s) {', '.join(missing)}; found {', '.join(header) or 'none'}"
-        )
+        found = ", ".join(c if c.isprintable() else repr(c) for c in header)  # an unclosed quote holds a newline
+        raise InputError(f"{path}:1: missing column(s) {', '.join(missing)}; found {found or 'none'}")
 
 
 def locate_csv_problem(path: Path, int_columns: Iterable[str]) -> str:
