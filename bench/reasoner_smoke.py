@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 
-
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
