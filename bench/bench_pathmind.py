@@ -11,7 +11,7 @@ and CPU seconds (this process) are both shown: on a shared machine the wall time
 load (printed beside it), the CPU time much less.
 
 Table 2 (per scale): training on ``--train`` questions, inference and quality on ``--test``:
-the answer set's Hits@1/3 for the learned priority and the ablations ``shortest`` and
+the answer set's Hits@1/3 for the learned priority and the unlearned orders ``nearest`` and
 ``random``, LLM calls and prompt tokens per query with a scripted reasoner.
 
 ``--real``: PathMind on the real BioStrat-QA dev halves beside AdaPath's beam and walk
@@ -94,7 +94,7 @@ def quality(scale, args) -> dict:
     gold = [set(int(graph.node_id[a]) for a in e.answers) for e in examples[args.train:]]
     out = {"scale": scale, "nodes": graph.num_nodes, "epochs": len(history),
            "epoch_seconds": float(np.mean([h["seconds"] for h in history])), "test": len(queries)}
-    for mode in ("model", "shortest", "random"):
+    for mode in ("model", "nearest", "random"):
         pathmind = PathMind(graph, model, config, encoder, None, mode=mode)
         pathmind.answer(queries[:2])  # warm: compiled kernels, node features
         clock = time.perf_counter()
@@ -129,12 +129,12 @@ def print_quality_table(rows, args) -> None:
         return
     print(f"PathMind per scale: {args.train} training / {args.test} test questions (generated), encoder "
           f"{args.encoder}, CPU; answer-set Hits@1/@3 of the learned priority and the ablations")
-    header = ("scale", "s/epoch", "infer ms/q", "learned", "shortest", "random", "calls/q", "tokens/q")
+    header = ("scale", "s/epoch", "infer ms/q", "learned", "nearest", "random", "calls/q", "tokens/q")
     print("".join(f"{h:>12}" for h in header))
     for r in rows:
         print("".join(f"{v:>12}" for v in (
             r["scale"], f"{r['epoch_seconds']:.1f}", f"{r['infer_ms_per_query']:.1f}",
-            f"{r['model_hits1']:.2f}/{r['model_hits3']:.2f}", f"{r['shortest_hits1']:.2f}/{r['shortest_hits3']:.2f}",
+            f"{r['model_hits1']:.2f}/{r['model_hits3']:.2f}", f"{r['nearest_hits1']:.2f}/{r['nearest_hits3']:.2f}",
             f"{r['random_hits1']:.2f}/{r['random_hits3']:.2f}", f"{r['calls_per_query']:.1f}",
             f"{r['prompt_tokens_per_query']:.0f}")))
     print("paper: 1 call, 216 input tokens per query")
@@ -173,6 +173,10 @@ def main() -> None:
     real.add_argument("--variants", default="models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
                       help="PathMind runs: models (each trained model), readout, cumulative, future, nearest, random, "
                       "greedy, pathmind+walk.")
+    real.add_argument("--generated", default="", help="Learning curve: generated question counts added to the real "
+                      "training records, e.g. 0,2000,10000 (empty: no curve).")
+    real.add_argument("--curve-model", default="", help="The training option of the learning curve (default: the "
+                      "first of --models).")
     real.add_argument("--batch", type=int, default=4, help="Questions per training step.")
     real.add_argument("--patience", type=int, default=3, help="Epochs without improvement before stopping.")
     real.add_argument("--levels", default="explicit,implicit,bare")

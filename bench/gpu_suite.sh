@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU run of the Path-Bank, prepared for a session lent one GPU machine (one H100 or H200
-# with 16 cores): check_gpu, a short SFT run of PathMind's reasoner on the GPU, then the GPU
-# bench_bank at scale 1.0 with 1,024 queries, then one table of what they measured. Written to
-# finish in under 9 minutes there (530 s); every step has a timeout drawn from that budget, so a slow
-# or failing step is reported and the rest still runs.
+# Every GPU stage in one run, prepared for a session lent one GPU machine (one H100 or H200
+# with 16 cores): check_gpu, a short SFT run of PathMind's reasoner on the GPU, PathMind's
+# priority (an epoch, validation and answering on the GPU beside the machine's CPU cores), then
+# the GPU bench_bank at scale 1.0 with 1,024 queries, then one table of what they measured.
+# Written to finish in under 8 minutes there (480 s); every step has a timeout drawn from that
+# budget, so a slow or failing step is reported and the rest still runs.
 #
 # Not yet run on a GPU: no machine was lent to the session that wrote it (2026-12-05). It
 # was run end to end on the 2-core development machine with NumPy standing in for CuPy
@@ -11,6 +12,8 @@
 # not its figures. The reasoner step (2026-12-06), likewise not yet run on a GPU: on the CPU
 # (SUITE_FINETUNE_DEVICE=cpu) bench/reasoner_smoke.py ran with SmolLM2's GGUF and with its
 # shape (random weights), and pathmind finetune's CUDA path is tested with torch.cuda mocked.
+# The PathMind step (2026-12-06), likewise: its GPU path is torch's own scatter-adds, tested
+# against the Numba kernels on the CPU; on the CPU the step ran with SUITE_PATHMIND_SETTINGS=after.
 #
 # The device image has torch, CuPy, numba, numba-cuda, NumPy, SciPy, pyarrow, typer and rich,
 # transformers, peft and accelerate; the project also needs bm25s, the reference pipeline igraph
@@ -22,12 +25,14 @@
 #
 #   bash bench/gpu_suite.sh --fetch-wheels
 #
-# and then, through the device tool (carry: [".whl"], timeout_s 590), from the repository root:
+# and then, through the device tool (carry: [".whl"], timeout_s 540), from the repository root:
 #
 #   bash bench/gpu_suite.sh
 #
 # Results go to $OUT (the device tool's folder that comes back), else bench/out/gpu:
-# check_gpu.txt/.json, reasoner_sft.txt/.json, bench_bank.txt/.json, suite.txt (the table).
+# check_gpu.txt/.json, reasoner_sft.txt/.json, pathmind.txt/.json, bench_bank.txt/.json,
+# suite.txt (the table). SUITE_PATHMIND_SCALE, _MODELS and _SETTINGS set the PathMind step's
+# graph scale (the suite's), models (paper) and settings (after,cuda).
 # SUITE_REASONER_BASE names another base for the reasoner step, SUITE_REASONER_STEPS its steps
 # (8), SUITE_FINETUNE_DEVICE its device (cuda; cpu for a plumbing run on a machine without one).
 set -euo pipefail
@@ -52,7 +57,7 @@ mkdir -p "$OUT"
 WORK="${SUITE_WORK:-/tmp/gpu_suite}"
 SCALE="${SUITE_SCALE:-1.0}"
 QUERIES="${SUITE_QUERIES:-1024}"
-DEADLINE=$((SECONDS + ${SUITE_SECONDS:-530}))  # the whole suite, setup included
+DEADLINE=$((SECONDS + ${SUITE_SECONDS:-480}))  # the whole suite, setup included: 8 minutes
 export PYTHONUNBUFFERED=1
 PYTHON="${PYTHON:-python3}"
 
@@ -125,23 +130,42 @@ for config in (BankConfig(batch=4), BankConfig(batch=4, ppr="certified"), BankCo
     clock = time.perf_counter()
     build_bank(graph, queries, "/tmp/gpu_suite_compile", config, force=True)
     print(f"{config.ppr} {config.search}: {time.perf_counter() - clock:.1f} s")
+# PathMind's relational kernels: one short epoch of the paper's model and of the product cost
+from adapath.methods.pathmind.config import TrainConfig
+from adapath.methods.pathmind.train import Features, make_examples, train
+from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+
+encoder = HashingEncoder(dim=64)
+examples = make_examples(graph, QueryGenerator(graph).generate(12, seed=2), encoder)
+features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+for settings in ({}, {"cost": "product", "entity": "gate", "readout": "layers"}):
+    clock = time.perf_counter()
+    train(graph, examples, features, TrainConfig(epochs=1, hidden=8, encoder="hashing", **settings))
+    print(f"pathmind {settings or 'paper'}: {time.perf_counter() - clock:.1f} s")
 EOF
 
-step check_gpu 200 "$PYTHON" bench/check_gpu.py --scale "$SCALE" --queries "$QUERIES" --batch auto \
+step check_gpu 110 "$PYTHON" bench/check_gpu.py --scale "$SCALE" --queries "$QUERIES" --batch auto \
     --workdir "$WORK/check" --json "$OUT/check_gpu.json"
 
 # a few LoRA SFT steps of the reasoner: the base in bfloat16 on the GPU
 REASONER=(--work "$WORK/reasoner" --device "${SUITE_FINETUNE_DEVICE:-cuda}" --steps "${SUITE_REASONER_STEPS:-8}"
           --json "$OUT/reasoner_sft.json")
 if [[ -n "${SUITE_REASONER_BASE:-}" ]]; then REASONER+=(--base "$SUITE_REASONER_BASE"); fi
-step reasoner_sft 90 "$PYTHON" bench/reasoner_smoke.py "${REASONER[@]}"
+step reasoner_sft 60 "$PYTHON" bench/reasoner_smoke.py "${REASONER[@]}"
 
-step bench_bank 260 "$PYTHON" bench/bench_bank.py --scale "$SCALE" --queries "$QUERIES" --reference-queries 3 \
+# PathMind's priority: an epoch of 128 questions (optimizer steps included), validation and
+# answering on a generated graph, on the GPU beside the machine's CPU cores (each in its own
+# process, the same seeded weights, the answers compared)
+step pathmind 110 "$PYTHON" bench/bench_pathmind_speed.py --scale "${SUITE_PATHMIND_SCALE:-$SCALE}" \
+    --models "${SUITE_PATHMIND_MODELS:-paper}" --settings "${SUITE_PATHMIND_SETTINGS:-after,cuda}" \
+    --threads "$(nproc)" --train 128 --validate 64 --answer 64 --json "$OUT/pathmind.json"
+
+step bench_bank 140 "$PYTHON" bench/bench_bank.py --scale "$SCALE" --queries "$QUERIES" --reference-queries 3 \
     --rounds 1 --gpu-batch auto --threads 1,2,4,8,16 --workdir "$WORK/bank" --json "$OUT/bench_bank.json"
 
 {
     echo "gpu_suite: scale $SCALE, $QUERIES queries, $((SECONDS)) s in all; $(date -u +%Y-%m-%dT%H:%MZ)"
-    for name in environment compile check_gpu reasoner_sft bench_bank; do
+    for name in environment compile check_gpu reasoner_sft pathmind bench_bank; do
         printf '%-12s %s\n' "$name" "${STATUS[$name]:-not run}"
     done
     "$PYTHON" - "$OUT" <<'EOF' || echo "(no table: the JSON files are missing or unreadable)"
@@ -159,6 +183,22 @@ if reasoner.is_file():
     r = json.loads(reasoner.read_text())
     print(f"\nreasoner SFT ({r['base']}): {r['device']} {r['precision']}, {r['steps']} LoRA steps on {r['rows']} rows "
           f"at lr {r['learning_rate']:g} in {r['seconds']} s (load included), loss {(r['losses'] or ['n/a'])[0]} -> {(r['losses'] or ['n/a'])[-1]}")
+pathmind = out / "pathmind.json"
+if pathmind.is_file():
+    rows = json.loads(pathmind.read_text())
+    print("\n| PathMind | setting | device | epoch of 128 q/s | validate q/s | answer q/s | same answers |"
+          "\n|---|---|---|---:|---:|---:|---|")
+    first = {}
+    for r in rows:
+        same = first.setdefault(r["model"], r["answers"]) == r["answers"]
+        print(f"| {r['model']} | {r['setting']} | {r['device']} ({r['threads']} threads) | "
+              f"{r['train']['questions_per_s']:.1f} | {r['validate']['questions_per_s']:.1f} | "
+              f"{r['answer']['questions_per_s']:.1f} | {'yes' if same else 'no'} |")
+    by = {(r["model"], r["device"]): r for r in rows}
+    for model in dict.fromkeys(r["model"] for r in rows):
+        if (model, "cpu") in by and (model, "cuda") in by:
+            ratio = by[(model, "cuda")]["train"]["questions_per_s"] / by[(model, "cpu")]["train"]["questions_per_s"]
+            print(f"{model}: an epoch {ratio:.1f}x faster on the GPU than on the CPU cores")
 bench = out / "bench_bank.json"
 if bench.is_file():
     r = json.loads(bench.read_text())

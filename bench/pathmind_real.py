@@ -67,29 +67,34 @@ def model_settings(name: str) -> dict:
     return out
 
 
-def model_dir(work: Path, split: str, config) -> Path:
+def model_dir(work: Path, split: str, config, generated: int = 0) -> Path:
     key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
-    return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}"
+    more = f"-gen{generated}" if generated else ""
+    return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}{more}"
 
 
-def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int) -> tuple[Path, dict]:
-    """The trained priority (kept in ``work``), and its training record (epochs, s/epoch)."""
+def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int,
+                  generated: list[dict] = ()) -> tuple[Path, dict]:
+    """The trained priority (kept in ``work``), and its training record (epochs, s/epoch).
+    ``generated``: records that only train, beside the real ones (which alone validate)."""
     from adapath.methods.pathmind.train import Features, make_examples, save_checkpoint, train
     from adapath.retrieval.dense import NodeEmbeddings
 
-    out = model_dir(work, split, config)
+    out = model_dir(work, split, config, len(generated))
     if (out / "config.json").is_file():
         meta = json.loads((out / "config.json").read_text())
         return out, {"history": meta["history"]}
     say(f"training PathMind ({config.cost} cost, {config.entity} entities, {config.loss} loss) on {len(records)} "
-        f"records x {len(LEVELS)} levels")
+        f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else ""))
     examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
+    more = [e for level in LEVELS for e in make_examples(graph, list(generated), encoder, level)]
     nodes = NodeEmbeddings(graph, encoder, work / "kg")
     features = Features(graph, nodes, config.hops)
     clock = time.perf_counter()
     model, history = train(graph, examples, features, config, log=lambda h: say(
         f"  epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
-        f"{h['seconds']:.0f} s"), progress=True)
+        f"{h['seconds']:.0f} s"), progress=True, more=more, split=lambda v, f, m: say(
+        f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"))
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
     save_checkpoint(model, config, graph, out, history)
     return out, {"history": history}
@@ -120,6 +125,29 @@ def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model
         say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s")
     wanted = {(q.id, q.level) for q in queries}
     return [r for r in load_results(out) if (r.id, r.level) in wanted]
+
+
+def generated_records(work: Path, graph, test: list[dict], count: int, seed: int = 7) -> list[dict]:
+    """``count`` questions generated on the graph (describing their answer, as BioStrat-QA's
+    do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
+    (checked again on the file read back); kept in ``work``."""
+    from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
+
+    path = work / "generated" / f"describe-{count}-seed{seed}.jsonl"
+    held = topic_answer_pairs(test)
+    if not path.is_file():
+        say(f"generating {count} questions (describe phrasing, no test record's topic-answer pair)")
+        records = QueryGenerator(graph).generate(count, seed=seed, phrasing="describe", first_id=10_000_000,
+                                                 exclude=frozenset(held))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
+        tmp.replace(path)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    shared = topic_answer_pairs(records) & held
+    if shared:
+        raise SystemExit(f"{path}: {len(shared)} (topic, answer) pairs shared with the test records")
+    return records
 
 
 def nodes_of(graph, ids) -> np.ndarray:
@@ -296,6 +324,24 @@ def run(args) -> dict:
         if name.startswith("pathmind ") and name != "pathmind+walk":
             out["failures"][name] = failure_table(graph, test, answered[name])
             save()
+    if args.generated:
+        curve_name = args.curve_model or names[0]
+        out["curve"] = {"model": curve_name, "rows": []}
+        for count in [int(c) for c in args.generated.split(",")]:
+            config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
+                                 **model_settings(curve_name))
+            more = generated_records(work, graph, whole_half, count) if count else []
+            path, record = prepare_model(work, args.split, graph, bank_records, encoder, config, args.threads, more)
+            label = f"curve {curve_name} +{count}"
+            results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{path.name}", "pathmind", graph,
+                                      path, None, args.encoder, encoder, test, levels, {})
+            report(label, results)
+            history = record["history"]
+            out["curve"]["rows"].append({"generated": count, "name": label, "epochs": len(history),
+                                         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
+                                         "val_hits1": [h["val_hits1"] for h in history],
+                                         "shared_pairs_with_test": 0})
+            save()
     for name in [v for v in args.adapath.split(",") if v]:
         wanted = {str(r["data_id"]) for r in test}
         answered[f"adapath {name}"] = [r for r in answer_variant(work, args.split, name, graph, bank, args.encoder,
@@ -390,6 +436,18 @@ def print_tables(out: dict) -> None:
         for hop, cell in failures.items():
             shares = [100 * cell[f] / cell["misses"] if cell["misses"] else 0.0 for f in FAILURES]
             print(f"| {hop} | {cell['questions']} | {cell['misses']} | " + " | ".join(f"{v:.1f}" for v in shares) + " |")
+    curve = out.get("curve")
+    if curve and curve["rows"]:
+        print(f"\nLearning curve of {curve['model']}: the bank half's real records, then generated questions added "
+              "(describe phrasing, all three wordings; none shares a (topic, answer) pair with a test record, "
+              "checked on the files); answer-set Hits@1 / Hits@3 %\n")
+        cells = [(level, hop) for level in s["levels"] for hop in ("1", "2", "3")]
+        print("| generated | s/epoch | epochs | " + " | ".join(f"{lv[:3]} {h}" for lv, h in cells) + " | all |")
+        print("|---:|---:|---:|" + "---:|" * (len(cells) + 1))
+        for row in curve["rows"]:
+            print(f"| {row['generated']:,} | {row['seconds_per_epoch']:.0f} | {row['epochs']} | "
+                  + " | ".join(hits_cell(methods, row["name"], lv, h) for lv, h in cells)
+                  + f" | {overall(methods, row['name'])} |")
     for key, value in out.get("agreement", {}).items():
         print(f"\nAgreement, {key}: {value}% of questions answered alike")
     if out.get("reasoner"):

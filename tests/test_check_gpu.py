@@ -52,8 +52,9 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
     """bench/gpu_suite.sh on this machine, with tests/fake_cupy (NumPy under CuPy's name) in
     place of a GPU and a tiny graph: every step runs, check_gpu's GPU bank build finds the
     CPU build's paths, bench_bank's GPU builds (batch from the "device's" free memory) too,
-    the reasoner's SFT steps run (on the CPU, a tiny model for SmolLM2), and the table holds
-    the per-pair stage's scaling. The plumbing, not the figures."""
+    the reasoner's SFT steps run (on the CPU, a tiny model for SmolLM2), PathMind's epoch,
+    validation and answering run in two settings that answer alike, and the table holds the
+    per-pair stage's scaling. The plumbing, not the figures."""
     import importlib.util
     import os
 
@@ -61,7 +62,8 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
     env = dict(os.environ, OUT=str(tmp_path / "out"), SUITE_SCALE="0.01", SUITE_QUERIES="24",
                SUITE_WORK=str(tmp_path / "work"), SUITE_SITE=str(tmp_path / "site"), PYTHON=sys.executable,
                PYTHONPATH=str(ROOT / "tests" / "fake_cupy"), SUITE_FINETUNE_DEVICE="cpu", SUITE_REASONER_STEPS="2",
-               SUITE_SECONDS="560")  # 2 CPU cores run the compile and the reasoner's steps slower than the GPU machine
+               SUITE_PATHMIND_SETTINGS="before,after", SUITE_PATHMIND_MODELS="paper",
+               SUITE_SECONDS="600")  # 2 CPU cores run the compile and the reasoner's steps slower than the GPU machine
     if fine_tuning:
         from tests.tiny_lm import make_tiny_lm
 
@@ -70,7 +72,7 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
                           timeout=660, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     table = (tmp_path / "out" / "suite.txt").read_text()
-    for name in ("environment", "compile", "check_gpu", "bench_bank"):
+    for name in ("environment", "compile", "check_gpu", "pathmind", "bench_bank"):
         assert any(line.startswith(name) and " ok, " in line for line in table.splitlines()), table
     rows = {r["part"]: r for r in json.loads((tmp_path / "out" / "check_gpu.json").read_text())["rows"]}
     assert rows["bank build on the GPU"]["status"] == "ok"
@@ -79,6 +81,9 @@ def test_gpu_suite_runs_end_to_end_with_numpy_standing_in_for_cupy(tmp_path):
     assert {g["path_agreement_vs_cpu_exact"] for g in bench["gpu"].values()} == {1.0}
     assert set(bench["gpu"]["exact"]["device_ms"]) == {"upload", "solve", "rank", "copy"}
     assert bench["pair_stage_scaling"]["1"] == 1.0 and "| GPU exact (batch 32) |" in table
+    pathmind = json.loads((tmp_path / "out" / "pathmind.json").read_text())
+    assert [(r["setting"], r["device"]) for r in pathmind] == [("before", "cpu"), ("after", "cpu")]
+    assert pathmind[0]["answers"] == pathmind[1]["answers"] and "| paper | after | cpu (" in table
     if fine_tuning:  # without trl and peft the step fails, reported, and the suite goes on
         assert any(line.startswith("reasoner_sft") and " ok, " in line for line in table.splitlines()), table
         reasoner = json.loads((tmp_path / "out" / "reasoner_sft.json").read_text())

@@ -104,25 +104,26 @@ class PathMind:
 
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
         features = self.features
-        masks = [features.subgraph(e.topics) for e in chunk]
-        depths = [depth_of(m) for m in masks]
         if self.mode not in LEARNED:
-            return [self._unlearned(e, m[-1], d) for e, m, d in zip(chunk, masks, depths)]
+            masks = [features.subgraph(e.topics) for e in chunk]
+            return [self._unlearned(e, m[-1], depth_of(m)) for e, m in zip(chunk, masks)]
         with torch.no_grad():
             if self._entities is None:
                 self._entities = self.model.entities(features.whole)
             inputs = features.batch(chunk, entities=self._entities)
             output = self.model(inputs, probes=() if self.mode == "model" else (self.mode,))
-        logits = output.logits if self.mode == "model" else output.probes[self.mode]
+        logits = (output.logits if self.mode == "model" else output.probes[self.mode]).cpu().numpy()
+        d, gates, relations = (t.cpu().numpy() for t in (output.d, output.gates, output.relations))
         nodes, n = inputs.places.nodes, self.graph.num_nodes
         out = []
-        for j, (mask, depth) in enumerate(zip(masks, depths)):
-            inside = mask[-1]
+        for j in range(len(chunk)):
+            masks = [((bits >> j) & 1).astype(np.bool_) for bits in inputs.reach_bits]  # the question's own reach
+            inside = masks[-1]
             priority = np.full(n, -np.inf)
-            priority[nodes] = logits[:, j].cpu().numpy()
+            priority[nodes] = logits[:, j]
             priority[~inside] = -np.inf
-            out.append(Prioritized(priority, inside, depth, inputs.places, output.d[:, j].cpu().numpy(),
-                                   output.gates[:, j].cpu().numpy(), output.relations[:, j].cpu().numpy()))
+            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, d[:, j], gates[:, j],
+                                   relations[:, j]))
         return out
 
     def _unlearned(self, example: Example, inside: np.ndarray, depth: np.ndarray) -> Prioritized:

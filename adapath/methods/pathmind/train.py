@@ -81,8 +81,12 @@ class Features:
                  device: str = "cpu", backend: str | None = None):
         """``device``: where the network's tensors live (``cuda`` runs the relational passes
         with torch's ops there); ``backend``: the relational passes' implementation on the
-        CPU (``numba``, the default, or ``torch``)."""
+        CPU (``numba``, the default, or ``torch``). ``per_question`` (on by default): the
+        passes skip each question's sources its walks have not reached; off, a batch's
+        passes cover the union of its questions' reaches for every question (the same sums:
+        ``bench/bench_pathmind_speed.py`` times both)."""
         self.graph, self.hops, self.device = graph, hops, torch.device(device)
+        self.per_question = True
         self.relational = RelationalGraph(graph, backend or ("numba" if self.device.type == "cpu" else "torch"))
         self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64)).to(self.device)
         text = np.empty((graph.num_nodes, 0), dtype=np.float32)
@@ -116,12 +120,15 @@ class Features:
         representation, computed once beforehand (inference)."""
         reach = self.relational.reach_bits([e.topics for e in examples], self.hops)
         nodes = np.flatnonzero(reach[-1]) if rows is None else np.union1d(np.flatnonzero(reach[-2]), rows)
+        marks = reach if self.per_question else [np.where(bits != 0, np.int64(-1), np.int64(0)) for bits in reach]
         places = Places(nodes, self.graph.num_nodes)
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
         cosine = (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
-        return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
-                           [places.mask(bits) for bits in reach], entities)
+        inputs = BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
+                             [places.mask(bits) for bits in marks], entities)
+        inputs.reach_bits = reach  # per node: the questions within 0..hops steps (their subgraphs)
+        return inputs
 
     def subgraph(self, topics: list[int]) -> list[np.ndarray]:
         """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
