@@ -572,10 +572,18 @@ def train_args(root, out, *extra):
     (["--entity", "bert"], "--entity 'bert': choose gnn, gate"),
     (["--readout", "mean"], "--readout 'mean': choose last, layers"),
     (["--gnn-layers", "0"], "--gnn-layers 0: must be between 1 and 4"),
+    (["--device", "tpu"], "--device 'tpu': choose cpu or cuda"),
 ])
 def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extra, message):
     code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", *extra), capsys)
     assert code == 2 and err.strip() == f"adapath: error: {message}"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: --device cuda is valid")
+def test_cuda_without_a_gpu_is_one_line(cli_setup, tmp_path, capsys):
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", "--device", "cuda"), capsys)
+    assert code == 2 and err.strip() == "adapath: error: --device cuda: torch sees no CUDA GPU on this machine"
     assert list(tmp_path.iterdir()) == []
 
 
