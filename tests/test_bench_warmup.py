@@ -36,6 +36,8 @@ NOT_TIMING_KERNELS = {
     "bench_encoder.py": "times sentence encoders (torch, OpenVINO), after its own warm-up call",
     "bench_view.py": "times page writing and the browser",
     "bench_pathmind.py": "PathMind's bench: its untimed epoch compiles the kernels (0d136e0)",
+    "bench_pathmind_speed.py": "its clock wraps callables (timed()); child() runs a training step, a validation "
+                               "and an answering batch untimed before the first",
 }
 KERNEL_MODULES = ("adapath.bank", "adapath.methods", "adapath.engine", "adapath.kernels")
 
