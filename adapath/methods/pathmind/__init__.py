@@ -76,7 +76,7 @@ _PARAMS = (
 _DEVIATIONS = (
     "as the paper: the query subgraph is the union of every topic's 3-hop neighbourhood; entity representations "
     "come from a randomly initialized relational GNN (m_e = AGG{W_r h_e'}, h_e = UPDATE(h_e, m_e)) and the query "
-    "from a sentence encoder; w_q(u, r, v) = (h_u W_r h_v)^T q; d(q, e) sums over the paths from the query's "
+    "from a text encoder (BERT in the paper); w_q(u, r, v) = (h_u W_r h_v)^T q; d(q, e) sums over the paths from the query's "
     "topics the sum of their triple representations; f = f([d, q]); s = sigmoid(MLP(d + f)); the objective is "
     "the binary cross-entropy over every entity of the subgraph, answers positive, the rest negative, unweighted; "
     "top-K entities (K = 3) over T rounds",
