@@ -18,7 +18,8 @@ the answer set's Hits@1/3 for the learned priority and the unlearned orders ``ne
 (``bench/pathmind_real.py``):
 
     python bench/bench_pathmind.py --real [--graph base+diseases+competitors] [--scale 1.0] [--split test|inner]
-        [--quality-epochs 8] [--models paper,softmax,...] [--variants ...] [--reasoner 100] [--json FILE]
+        [--quality-epochs 8] [--models paper,softmax,...] [--variants ...] [--reasoner 100]
+        [--reasoner-train 500] [--reasoner-val 20] [--reasoner-dpo-lrs 5e-6,5e-5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ def main() -> None:
                       "greedy, pathmind+walk.")
     real.add_argument("--generated", default="", help="Learning curve: generated question counts added to the real "
                       "training records, e.g. 0,2000,10000 (empty: no curve).")
+    real.add_argument("--curve-epochs", type=int, default=0, help="Most epochs of the curve's models with generated "
+                      "questions (an epoch holds several times the real one; 0: --quality-epochs).")
     real.add_argument("--curve-model", default="", help="The training option of the learning curve (default: the "
                       "first of --models).")
     real.add_argument("--batch", type=int, default=4, help="Questions per training step.")
@@ -182,7 +185,17 @@ def main() -> None:
     real.add_argument("--levels", default="explicit,implicit,bare")
     real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside.")
     real.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0: all).")
-    real.add_argument("--reasoner", type=int, default=0, help="Test questions of the reasoner rows (0: none).")
+    real.add_argument("--train-records", type=int, default=0, help="PathMind's training records: this many of "
+                      "the bank half, evenly spaced (0: all; AdaPath's bank keeps the whole half).")
+    real.add_argument("--reasoner", type=int, default=0, help="Test records of the reasoner rows, evenly spaced, "
+                      "each at every --levels wording (0: no reasoner rows).")
+    real.add_argument("--reasoner-train", type=int, default=500, help="Reasoner training questions: a seeded subset "
+                      "of the bank half's records x --levels wordings (SFT rows and DPO pairs from the same ones).")
+    real.add_argument("--reasoner-val", type=int, default=20, help="Bank-half records held out of the reasoner data "
+                      "(every wording) to measure DPO's learning rate.")
+    real.add_argument("--reasoner-dpo-lrs", default="5e-6,5e-5", help="DPO learning rates trained and measured on "
+                      "the held-out records; the best is the Full reasoner (one: no measure).")
+    real.add_argument("--reasoner-seed", type=int, default=0, help="Seed of the reasoner data's draw.")
     real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
     real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
                       "steps (-1: the epochs).")

@@ -21,8 +21,9 @@ set is the K = 3 selected entities in priority order). Printed:
 - why the first model's K entities miss (the failure table);
 - ``pathmind+walk`` (the blend with AdaPath's walk-scorer vote) beside AdaPath's walk and beam,
   with how often it gives the walk's answer;
-- the reasoner rows (``--reasoner N``): SmolLM2-135M-Instruct untrained, after SFT and after
-  SFT + DPO, on N test-half questions, on the CPU.
+- the reasoner rows (``--reasoner N``, ``bench/pathmind_reasoner.py``): the paper's reasoner
+  ablation with SmolLM2-135M-Instruct (extractive, w/o Training, w/o Alignment, Full, Shortest
+  Paths, Random Paths) on N test-half records x every wording, on the CPU.
 
 Everything lands in ``--work`` (shared with ``bench_real_records.py``): a rerun trains,
 answers and fine-tunes only what is missing.
@@ -67,20 +68,21 @@ def model_settings(name: str) -> dict:
     return out
 
 
-def model_dir(work: Path, split: str, config, generated: int = 0) -> Path:
+def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0) -> Path:
     key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
-    more = f"-gen{generated}" if generated else ""
+    more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}{more}"
 
 
 def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int,
-                  generated: list[dict] = ()) -> tuple[Path, dict]:
+                  generated: list[dict] = (), subset: int = 0) -> tuple[Path, dict]:
     """The trained priority (kept in ``work``), and its training record (epochs, s/epoch).
-    ``generated``: records that only train, beside the real ones (which alone validate)."""
+    ``generated``: records that only train, beside the real ones (which alone validate);
+    ``subset``: ``records`` is that many of the bank half (named in the folder)."""
     from adapath.methods.pathmind.train import Features, make_examples, save_checkpoint, train
     from adapath.retrieval.dense import NodeEmbeddings
 
-    out = model_dir(work, split, config, len(generated))
+    out = model_dir(work, split, config, len(generated), subset)
     if (out / "config.json").is_file():
         meta = json.loads((out / "config.json").read_text())
         return out, {"history": meta["history"]}
@@ -271,6 +273,12 @@ def run(args) -> dict:
     whole_half = test  # AdaPath answers the whole half once (bench_real_records shares the file)
     if args.limit:
         test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    # the priority's training records (AdaPath's bank always holds the whole bank half)
+    train_records, subset = bank_records, 0
+    if 0 < args.train_records < len(bank_records):
+        subset = args.train_records
+        picks = np.linspace(0, len(bank_records) - 1, subset).round().astype(int)
+        train_records = [bank_records[i] for i in picks]
     base = prepare_base(args.work, None, "diseases" in setting) if setting != "planted" else None
     graph = prepare_graph(work, records_path, args.scale, setting, base,
                           args.competitors if setting.endswith("+competitors") else 0)
@@ -280,7 +288,7 @@ def run(args) -> dict:
     levels = args.levels.split(",")
     query_set = records_query_set(test)
     out: dict = {"setup": {"graph": setting, "split": args.split, "scale": args.scale, "nodes": graph.num_nodes,
-                           "edges": graph.num_edges, "encoder": encoder.name, "train_records": len(bank_records),
+                           "edges": graph.num_edges, "encoder": encoder.name, "train_records": len(train_records),
                            "test_records": len(test), "levels": levels, "seed": 0},
                  "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
                  "failures": {}}
@@ -300,7 +308,8 @@ def run(args) -> dict:
     for name in names:
         config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
                              **model_settings(name))
-        models[name], record = prepare_model(work, args.split, graph, bank_records, encoder, config, args.threads)
+        models[name], record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads,
+                                             subset=subset)
         history = record["history"]
         out["models"][name] = {"settings": model_settings(name), "epochs": len(history),
                                "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
@@ -328,10 +337,12 @@ def run(args) -> dict:
         curve_name = args.curve_model or names[0]
         out["curve"] = {"model": curve_name, "rows": []}
         for count in [int(c) for c in args.generated.split(",")]:
-            config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
+            epochs = args.curve_epochs if count and args.curve_epochs else args.epochs
+            config = TrainConfig(epochs=epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
                                  **model_settings(curve_name))
             more = generated_records(work, graph, whole_half, count) if count else []
-            path, record = prepare_model(work, args.split, graph, bank_records, encoder, config, args.threads, more)
+            path, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads, more,
+                                         subset)
             label = f"curve {curve_name} +{count}"
             results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{path.name}", "pathmind", graph,
                                       path, None, args.encoder, encoder, test, levels, {})
@@ -389,17 +400,18 @@ def print_tables(out: dict) -> None:
     methods = out["methods"]
     beam = methods.get("adapath beam")
     names = [f"pathmind {n}" for n in out["models"] if f"pathmind {n}" in methods]
-    print("\nAnswer-set Hits@1 / Hits@3 (strict), % per level x hop, each training option; targets: Hits@1 >= "
-          "AdaPath's beam (no LLM, same graph), Hits@3 >= the paper's 70B EM\n")
-    print("| level | hop | " + " | ".join(n.removeprefix("pathmind ") for n in names) + " | beam EM | paper 70B |")
-    print("|---|---|" + "---:|" * (len(names) + 2))
-    for level in s["levels"]:
-        for hop in ("1", "2", "3"):
-            target = beam["cells"].get(level, {}).get(f"hop{hop}_strict") if beam else None
-            print(f"| {level} | {hop} | " + " | ".join(hits_cell(methods, n, level, hop) for n in names)
-                  + f" | {'-' if target is None else f'{target:.1f}'} | {PAPER[level][int(hop)]} |")
-    print("| all | all | " + " | ".join(overall(methods, n) for n in names)
-          + (f" | {beam['em_strict']:.1f} | 65.5 |" if beam else " | - | 65.5 |"))
+    if names:
+        print("\nAnswer-set Hits@1 / Hits@3 (strict), % per level x hop, each training option; targets: Hits@1 >= "
+              "AdaPath's beam (no LLM, same graph), Hits@3 >= the paper's 70B EM\n")
+        print("| level | hop | " + " | ".join(n.removeprefix("pathmind ") for n in names) + " | beam EM | paper 70B |")
+        print("|---|---|" + "---:|" * (len(names) + 2))
+        for level in s["levels"]:
+            for hop in ("1", "2", "3"):
+                target = beam["cells"].get(level, {}).get(f"hop{hop}_strict") if beam else None
+                print(f"| {level} | {hop} | " + " | ".join(hits_cell(methods, n, level, hop) for n in names)
+                      + f" | {'-' if target is None else f'{target:.1f}'} | {PAPER[level][int(hop)]} |")
+        print("| all | all | " + " | ".join(overall(methods, n) for n in names)
+              + (f" | {beam['em_strict']:.1f} | 65.5 |" if beam else " | - | 65.5 |"))
     if names:
         full = names[0]
         rows = [("Full", full), ("w/o Prioritization", "readout"), ("w/o Alignment", None), ("w/o Training", None),
