@@ -288,7 +288,6 @@ def real_setup(args):
     questions at every level, level by level as that bench answers them."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_real_records as real
-    import numpy as np
 
     from adapath.datasets.biostrat import load_records, query_from_record
     from adapath.retrieval.dense import make_encoder, resolve_backend
@@ -300,8 +299,7 @@ def real_setup(args):
     work = (args.workdir or ROOT / "bench" / "out" / "real-records") / f"scale-{args.scale:g}"
     work.mkdir(parents=True, exist_ok=True)
     bank_records, test = real.split_records(load_records(records_path), "test")
-    if args.limit:
-        test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    test = real.evenly_spaced(test, args.limit)
     graph = real.prepare_graph(work, records_path, args.scale)
     bank = real.prepare_bank(work, graph, bank_records, "test")
     store_encoder = make_encoder(args.encoder, backend=resolve_backend("auto", "cpu"))  # as kg embed

@@ -73,6 +73,14 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def evenly_spaced(items: list, count: int) -> list:
+    """``count`` of ``items`` evenly spaced, first and last included (all when ``count`` is 0
+    or at least their number), so every template group keeps its share."""
+    if not count or count >= len(items):
+        return list(items)
+    return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]
+
+
 def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dict]]:
     """(bank, test): halves by a fixed seed; ``inner`` halves the bank half again."""
     order = np.random.default_rng(0).permutation(len(records))
@@ -440,8 +448,7 @@ def main() -> None:
 
     records = load_records(args.records)
     bank_records, test = split_records(records, args.split)
-    if args.limit:  # evenly spaced, so every template group keeps its share
-        test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    test = evenly_spaced(test, args.limit)
     reports, extras, fails, pools = {}, {}, {}, {}
     for setting in settings:
         got = run_setting(args, setting, bank_records, test)

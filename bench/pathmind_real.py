@@ -251,6 +251,7 @@ def run(args) -> dict:
     from bench_real_records import (
         DEFAULT_RECORDS,
         answer_variant,
+        evenly_spaced,
         prepare_bank,
         prepare_base,
         prepare_embeddings,
@@ -271,14 +272,10 @@ def run(args) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     bank_records, test = split_records(load_records(records_path), args.split)
     whole_half = test  # AdaPath answers the whole half once (bench_real_records shares the file)
-    if args.limit:
-        test = [test[i] for i in np.linspace(0, len(test) - 1, min(args.limit, len(test))).round().astype(int)]
+    test = evenly_spaced(test, args.limit)
     # the priority's training records (AdaPath's bank always holds the whole bank half)
-    train_records, subset = bank_records, 0
-    if 0 < args.train_records < len(bank_records):
-        subset = args.train_records
-        picks = np.linspace(0, len(bank_records) - 1, subset).round().astype(int)
-        train_records = [bank_records[i] for i in picks]
+    train_records = evenly_spaced(bank_records, args.train_records)
+    subset = len(train_records) if len(train_records) < len(bank_records) else 0
     base = prepare_base(args.work, None, "diseases" in setting) if setting != "planted" else None
     graph = prepare_graph(work, records_path, args.scale, setting, base,
                           args.competitors if setting.endswith("+competitors") else 0)

@@ -192,6 +192,7 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 
 def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], model_dir: Path, encoder) -> dict:
     import torch
+    from bench_real_records import evenly_spaced
 
     from adapath.datasets.biostrat import records_query_set
     from adapath.llm import make_backend
@@ -254,7 +255,7 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
     out["dpo_lr"], out["paper_dpo_lr"] = best[1], PAPER_DPO_LR
     full_adapter = best[2]
 
-    picked = [test[i] for i in np.linspace(0, len(test) - 1, min(args.reasoner, len(test))).round().astype(int)]
+    picked = evenly_spaced(test, args.reasoner)
     picked_set = records_query_set(picked)
     rows, answered = {}, {}
     plan = [("extractive", None, "important"), ("w/o Training", "", "important"),
