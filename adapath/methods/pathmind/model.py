@@ -345,13 +345,14 @@ class BatchInputs:
     question) pairs, per place the questions that reach it in 0..hops steps (bit j for
     question j), and every node's type
     and text (``whole``), or their entity representations already computed (``entities``:
-    inference computes them once for every question)."""
+    inference computes them once for every question). ``reach_bits``: the same bits for every
+    node of the graph, 0..hops steps (inference reads each question's subgraph from them)."""
 
     def __init__(self, graph: RelationalGraph, places: Places, whole: WholeGraph, cosine: torch.Tensor,
                  query: torch.Tensor, topics: list[list[int]], reach: list[np.ndarray],
-                 entities: torch.Tensor | None = None):
+                 entities: torch.Tensor | None = None, reach_bits: list[np.ndarray] | None = None):
         self.graph, self.places, self.whole, self.cosine = graph, places, whole, cosine
-        self.query, self.reach, self.entities = query, reach, entities
+        self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
         pairs = [(int(places.local_of[t]), j) for j, ts in enumerate(topics) for t in dict.fromkeys(ts)]
         self.topic_rows = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=query.device)
         self.topic_cols = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=query.device)

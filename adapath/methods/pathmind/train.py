@@ -125,10 +125,8 @@ class Features:
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
         cosine = (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
-        inputs = BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
-                             [places.mask(bits) for bits in marks], entities)
-        inputs.reach_bits = reach  # per node: the questions within 0..hops steps (their subgraphs)
-        return inputs
+        return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
+                           [places.mask(bits) for bits in marks], entities, reach_bits=reach)
 
     def subgraph(self, topics: list[int]) -> list[np.ndarray]:
         """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
