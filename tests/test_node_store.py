@@ -377,3 +377,23 @@ def test_cache_dir_flag_serves_a_read_only_graph(tmp_path, capsys, monkeypatch):
     written = [p.name for p in caches.rglob("*") if p.is_file()]
     assert any("bm25" in name or name.endswith(".npz") for name in written), written
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 3
+
+
+
+def test_store_closes_its_files_once_and_at_exit(tmp_path):
+    """close() releases both descriptors, a second close is harmless, and the closing is an
+    exit-time finalizer (it runs before the modules are torn down, where a __del__ could find
+    ``os`` gone)."""
+    import weakref
+
+    embeddings = NodeEmbeddings(random_graph(1), HashingEncoder(dim=8), tmp_path)
+    embeddings.get([1, 2])
+    store = embeddings.own
+    fds = store._fds
+    assert fds is not None and all(os.fstat(fd) for fd in fds)
+    assert isinstance(store._closer, weakref.finalize) and store._closer.atexit
+    store.close()
+    store.close()
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)

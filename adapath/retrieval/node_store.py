@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,9 @@ class NodeStore:
         self._fds: tuple[int, int] | None = None
         if path is not None and writable:
             self._fds = (os.open(path / "vectors.npy", os.O_RDWR), os.open(path / "done.npy", os.O_RDWR))
+        # a finalizer, not __del__: it also runs at interpreter exit before the modules are torn
+        # down, so a store still referenced then closes without an "Exception ignored" message
+        self._closer = weakref.finalize(self, _close_fds, self._fds)
 
     @property
     def dim(self) -> int:
@@ -131,13 +135,8 @@ class NodeStore:
         return cls.open(path, expect)
 
     def close(self) -> None:
-        if self._fds is not None:
-            for fd in self._fds:
-                os.close(fd)
-            self._fds = None
-
-    def __del__(self):
-        self.close()
+        self._closer()
+        self._fds = None
 
     # ------------------------------------------------------------------ rows
     def rows(self, nodes: np.ndarray) -> np.ndarray:
@@ -157,6 +156,11 @@ class NodeStore:
             _pwrite_all(vectors_fd, rows[lo:hi].tobytes(), self.vectors.offset + int(nodes[lo]) * row_bytes)
         for lo, hi in _runs(nodes):  # flags after the rows: a flagged row is always whole
             _pwrite_all(done_fd, b"\x01" * (hi - lo), self.done.offset + int(nodes[lo]))
+
+
+def _close_fds(fds: tuple[int, ...] | None) -> None:
+    for fd in fds or ():
+        os.close(fd)
 
 
 def check_header(path: Path, header: dict, expect: dict) -> None:
