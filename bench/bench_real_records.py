@@ -299,6 +299,33 @@ def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder
     return [r for r in load_results(out) if (r.id, r.level) in wanted]
 
 
+def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model: Path, bank: Path | None,
+                    encoder_spec: str, encoder, test: list[dict], levels: list[str], params: dict,
+                    llm=None, tag: str = "") -> list:
+    """A PathMind method's answers on the test half (resumed from ``work/answers``)."""
+    from adapath.datasets.biostrat import query_from_record
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
+    from adapath.methods.run import load_results, run_queries
+    from adapath.progress import Progress
+
+    spec = get_method(method)
+    resolved = spec.resolve_params({k: str(v) for k, v in params.items()})
+    context = MethodContext(graph, graph_dir=work / "kg", llm=llm, encoder_spec=encoder_spec, bank=bank,
+                            model=model, params=resolved, _encoder=encoder)
+    queries = [query_from_record(r, level) for level in levels for r in test]
+    out = work / "answers" / split / f"{name}.jsonl"
+    settings = {"method": method, "params": resolved, "model": str(model), "graph": graph.checksum(),
+                "queries": len(queries), "llm": tag}
+    clock = time.perf_counter()
+    with Progress(None, f"  {name}", unit="questions") as bar:
+        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=16, progress=bar)
+    if summary.new:
+        say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s")
+    wanted = {(q.id, q.level) for q in queries}
+    return [r for r in load_results(out) if (r.id, r.level) in wanted]
+
+
 # ---------------------------------------------------------------------------- extra metrics
 def ranked_recall(results, items) -> dict:
     """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""

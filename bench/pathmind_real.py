@@ -102,33 +102,6 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     return out, {"history": history}
 
 
-def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model: Path, bank: Path | None,
-                    encoder_spec: str, encoder, test: list[dict], levels: list[str], params: dict,
-                    llm=None, tag: str = "") -> list:
-    """A PathMind method's answers on the test half (resumed from ``work/answers``)."""
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.methods.base import MethodContext
-    from adapath.methods.registry import get_method
-    from adapath.methods.run import load_results, run_queries
-    from adapath.progress import Progress
-
-    spec = get_method(method)
-    resolved = spec.resolve_params({k: str(v) for k, v in params.items()})
-    context = MethodContext(graph, graph_dir=work / "kg", llm=llm, encoder_spec=encoder_spec, bank=bank,
-                            model=model, params=resolved, _encoder=encoder)
-    queries = [query_from_record(r, level) for level in levels for r in test]
-    out = work / "answers" / split / f"{name}.jsonl"
-    settings = {"method": method, "params": resolved, "model": str(model), "graph": graph.checksum(),
-                "queries": len(queries), "llm": tag}
-    clock = time.perf_counter()
-    with Progress(None, f"  {name}", unit="questions") as bar:
-        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=16, progress=bar)
-    if summary.new:
-        say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s")
-    wanted = {(q.id, q.level) for q in queries}
-    return [r for r in load_results(out) if (r.id, r.level) in wanted]
-
-
 def generated_records(work: Path, graph, test: list[dict], count: int, seed: int = 7) -> list[dict]:
     """``count`` questions generated on the graph (describing their answer, as BioStrat-QA's
     do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
@@ -250,6 +223,7 @@ def run(args) -> dict:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_real_records import (
         DEFAULT_RECORDS,
+        answer_pathmind,
         answer_variant,
         evenly_spaced,
         prepare_bank,

@@ -134,7 +134,7 @@ def answer_row(work: Path, split: str, name: str, graph, model_dir: Path, args, 
                levels: list[str], params: dict, llm, tag: str, timings: Path) -> tuple[list, float | None]:
     """A row's answers (resumed from ``work/answers``) and its wall seconds per question
     answered (kept in ``timings``: the measure of the run that answered them)."""
-    from pathmind_real import answer_pathmind
+    from bench_real_records import answer_pathmind
 
     out = work / "answers" / split / f"{name}.jsonl"
     before = sum(1 for _ in out.open()) if out.is_file() else 0

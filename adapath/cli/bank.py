@@ -65,8 +65,7 @@ def bank_build(
     use_cache_dir(cache_dir)
     from adapath.bank.build import build_bank
     from adapath.bank.store import BankStore
-    from adapath.datasets.biostrat import LEVELS
-    from adapath.datasets.specs import load_training_queries
+    from adapath.datasets.biostrat import LEVELS, load_training_queries
     from adapath.engine.graph import KnowledgeGraph
     from adapath.executors import make_executor
     from adapath.progress import Progress

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapath.bank.query import TrainingQuery
+from adapath.datasets.specs import Gold, Item, QuerySet, refused_under
 from adapath.errors import InputError
 from adapath.jsonl import iter_jsonl
 
@@ -121,8 +122,6 @@ def gold_metapath(record: dict) -> str:
 
 def record_gold(record: dict):
     """A record's gold: answer names it gives, every valid answer id, the reference path."""
-    from adapath.datasets.specs import Gold
-
     answer = record["answer_entity"]
     names_by_id = {int(m["id"]): m["name"] for m in record["node_metadata"]}
     names_by_id[int(answer["id"])] = answer["name"]
@@ -157,8 +156,6 @@ def load_query_set(path: str, spec: str):
 
 def records_query_set(records: list[dict], spec: str = "biostrat:(in memory)"):
     """BioStrat-QA records already in memory as a query set."""
-    from adapath.datasets.specs import Item, QuerySet
-
     items = []
     for record in records:
         query = query_from_record(record, LEVELS[0])
@@ -189,3 +186,16 @@ def training_queries(records: list[dict]) -> list[TrainingQuery]:
             path_ids=tuple(int(v) for v in record["path_node_ids"]),
         ))
     return out
+
+
+def load_training_queries(spec: str) -> list[TrainingQuery]:
+    """The training queries (``TrainingQuery``) of ``biostrat:PATH``, what a Path-Bank is built
+    from; a file without a record is an error."""
+    path = parse_spec(spec)
+    try:
+        training = training_queries(load_records(path))
+    except InputError as exc:
+        raise refused_under("biostrat", path, exc) from None
+    if not training:
+        raise InputError(f"{spec}: no records")
+    return training

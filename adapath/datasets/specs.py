@@ -154,21 +154,6 @@ def refused_under(kind: str, path: str | Path, error: InputError) -> InputError:
                       f"give it as {fits}:{path}")
 
 
-def load_training_queries(spec: str) -> list:
-    """The training queries (``TrainingQuery``) of ``biostrat:PATH``, what a Path-Bank is built
-    from; a file without a record is an error."""
-    from adapath.datasets.biostrat import load_records, parse_spec, training_queries
-
-    path = parse_spec(spec)
-    try:
-        training = training_queries(load_records(path))
-    except InputError as exc:
-        raise refused_under("biostrat", path, exc) from None
-    if not training:
-        raise InputError(f"{spec}: no records")
-    return training
-
-
 def load_query_set(spec: str, topics: str | Path | None = None) -> QuerySet:
     """Load a spec; ``topics`` is a topic-link JSONL from ``adapath dataset topics``."""
     kind, rest = parse_spec(spec)
