@@ -666,3 +666,41 @@ def test_train_reads_several_question_files_and_validates_on_the_first(cli_setup
     assert line == (f"training on {fit + len(extra)} questions: q.jsonl {fit} "
                     f"({100 * fit / (fit + len(extra)):.0f}%), more.jsonl {len(extra)} "
                     f"({100 * len(extra) / (fit + len(extra)):.0f}%); validating on {held} from q.jsonl")
+
+
+@pytest.mark.parametrize("settings", [{}, {"cost": "product", "entity": "gate", "readout": "layers"},
+                                      {"reading": "scalar"}, {"cost": "product", "readout": "layers"}])
+def test_scoring_without_gradients_in_chunks_is_the_formula(settings, monkeypatch):
+    """Validation and answering score the places in chunks, in place; the logits and every
+    probe are still the priority's formula over the whole tensor: d~ from the cumulative cost
+    (log / 8 for the product cost, sign * log1p |.| for the sum), f from d~ and q', the priority
+    from d~ + f, the probes from d~, f and (h, q')."""
+    from adapath.methods.pathmind import model as model_module
+    from adapath.methods.pathmind.model import PathMindNet
+
+    monkeypatch.setattr(model_module, "SCORE_CHUNK", 7)
+    torch.manual_seed(0)
+    net = PathMindNet(num_types=3, num_codes=4, query_dim=5, text_dim=6, hidden=8, **settings)
+    n, batch = 23, 3
+    layers = [torch.rand(n, batch, net.channels) * 50 + (0.0 if settings.get("cost") == "product" else -25.0)
+              for _ in range(net.hops)]
+    layers[0][0, 0] = 0.0  # the product cost's clamp
+    q, h = torch.randn(batch, 8), torch.randn(n, 8)
+    before = [layer.clone() for layer in layers]
+    with torch.no_grad():
+        got = net.score(layers, q, h, ("readout", "cumulative", "future"))
+        read = torch.cat(layers if settings.get("readout") == "layers" else layers[-1:], dim=-1)
+        if settings.get("cost") == "product":
+            d = torch.log(torch.clamp(read, min=1e-30)) / 8.0
+        else:
+            d = torch.sign(read) * torch.log1p(torch.abs(read))
+        f = net.future(torch.cat([d, q[None].expand(n, -1, -1)], dim=-1))
+        want = net.priority(d + f)[..., 0]
+        pair = torch.cat([h[:, None, :].expand(-1, batch, -1), q[None].expand(n, -1, -1)], dim=-1)
+        probes = {"readout": net.probes["readout"](pair)[..., 0], "cumulative": net.probes["cumulative"](d)[..., 0],
+                  "future": net.probes["future"](f)[..., 0]}
+    assert got.logits.shape == (n, batch)
+    assert torch.allclose(got.logits, want, rtol=0, atol=1e-6)
+    for name, value in probes.items():
+        assert torch.allclose(got.probes[name], value, rtol=0, atol=1e-6), name
+    assert all(torch.equal(a, b) for a, b in zip(layers, before))  # in place on copies, not on the inputs

@@ -41,6 +41,7 @@ from adapath.methods.pathmind.config import COSTS, ENTITIES, READINGS, READOUTS
 from adapath.methods.pathmind.propagate import Places, RelationalGraph, relational_gather, walk_sum
 
 TINY, LOG_SCALE = 1e-30, 8.0  # product cost: d~ = log(d) / 8
+SCORE_CHUNK = 4096  # places scored at a time without gradients
 BOUND = 4.0  # |log| of a gate, a relation vector entry or the boundary: a walk of 3 steps stays finite in float32
 PROBES = ("readout", "cumulative", "future")
 
@@ -270,23 +271,44 @@ class PathMindNet(nn.Module):
         return d, d
 
     # ------------------------------------------------------------------ priority
-    def features(self, layers: list[torch.Tensor]) -> torch.Tensor:
-        """d~: what the priority reads of the cumulative cost."""
+    def features(self, layers: list[torch.Tensor], in_place: bool = False) -> torch.Tensor:
+        """d~: what the priority reads of the cumulative cost. ``in_place``: computed over the
+        concatenation's own storage (no gradient: one temporary instead of three)."""
         read = layers if self.readout == "layers" else layers[-1:]
-        d = torch.cat(read, dim=-1)
+        d = torch.cat(read, dim=-1)  # a new tensor, even of one layer
         if self.cost == "product":
+            if in_place:
+                return d.clamp_(min=TINY).log_().div_(LOG_SCALE)
             return torch.log(d.clamp(min=TINY)) / LOG_SCALE
+        if in_place:
+            sign = torch.sign(d)
+            return d.abs_().log1p_().mul_(sign)  # log1p(|d|) * sign(d): the same product as signed_log's
         return signed_log(d)
 
     def score(self, layers: list[torch.Tensor], q: torch.Tensor, h: torch.Tensor | None = None,
               probes: tuple[str, ...] = ()) -> Scores:
         """Priority logits (places x B) from the cumulative cost and q', and the logits of the
-        ``probes`` asked for, from the same quantities detached (``readout`` needs ``h``)."""
-        d = self.features(layers)
+        ``probes`` asked for, from the same quantities detached (``readout`` needs ``h``).
+        Without gradients (validation, answering) the places go through in chunks of
+        ``SCORE_CHUNK``, in place: the same values, with temporaries that stay in the cache
+        (whole-graph temporaries of places x B x 128 floats were most of answering's time)."""
+        if torch.is_grad_enabled() and (q.requires_grad or any(layer.requires_grad for layer in layers)):
+            return self._score(layers, q, h, probes, in_place=False)
+        n = layers[0].shape[0]
+        parts = [self._score([layer[lo:lo + SCORE_CHUNK] for layer in layers], q,
+                             None if h is None else h[lo:lo + SCORE_CHUNK], probes, in_place=True)
+                 for lo in range(0, n, SCORE_CHUNK)]
+        if len(parts) == 1:
+            return parts[0]
+        return Scores(torch.cat([part.logits for part in parts]),
+                      {name: torch.cat([part.probes[name] for part in parts]) for name in probes})
+
+    def _score(self, layers: list[torch.Tensor], q: torch.Tensor, h: torch.Tensor | None,
+               probes: tuple[str, ...], in_place: bool) -> Scores:
+        d = self.features(layers, in_place)
         f = self.future(torch.cat([d, q[None].expand(d.shape[0], -1, -1)], dim=-1))
-        logits = self.priority(d + f).squeeze(-1)
         out = {}
-        for name in probes:
+        for name in probes:  # before the logits: in place, f becomes d + f
             if name == "cumulative":
                 out[name] = self.probes[name](d.detach()).squeeze(-1)
             elif name == "future":
@@ -295,6 +317,7 @@ class PathMindNet(nn.Module):
                 pair = torch.cat([h.detach()[:, None, :].expand(-1, q.shape[0], -1),
                                   q.detach()[None].expand(h.shape[0], -1, -1)], dim=-1)
                 out[name] = self.probes[name](pair).squeeze(-1)
+        logits = self.priority(f.add_(d) if in_place else d + f).squeeze(-1)  # f + d: the same sum as d + f
         return Scores(logits, out)
 
     # ------------------------------------------------------------------ forward
