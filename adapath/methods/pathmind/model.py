@@ -51,6 +51,12 @@ def bounded_exp(x: torch.Tensor) -> torch.Tensor:
     return torch.exp(BOUND * torch.tanh(x / BOUND))
 
 
+def needs_grad(*tensors: torch.Tensor) -> bool:
+    """Whether autograd records an operation on ``tensors``: otherwise (validation, answering)
+    the network computes in place."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 def signed_log(x: torch.Tensor) -> torch.Tensor:
     """``sign(x) log(1 + |x|)``: monotone, odd, linear near 0, logarithmic far from it."""
     return torch.sign(x) * torch.log1p(torch.abs(x))
@@ -207,8 +213,15 @@ class PathMindNet(nn.Module):
         positive gate, ``h`` read against the question plus the text's cosine to it."""
         if self.cost == "sum" and self.entity == "gnn":
             return h[:, None, :].expand(-1, q.shape[0], -1)
-        logits = h[:, None, :] * self.text_query(q)[None, :, :] + cosine[:, :, None] * self.cosine_gate
-        return bounded_exp(logits)
+        read = self.text_query(q)
+        if needs_grad(h, cosine, read, self.cosine_gate):
+            return bounded_exp(h[:, None, :] * read[None, :, :] + cosine[:, :, None] * self.cosine_gate)
+        out = torch.empty(h.shape[0], q.shape[0], h.shape[1], dtype=h.dtype, device=h.device)
+        for lo in range(0, h.shape[0], SCORE_CHUNK):  # chunks in place: the same values, in the cache
+            part = torch.mul(h[lo:lo + SCORE_CHUNK, None, :], read[None, :, :], out=out[lo:lo + SCORE_CHUNK])
+            part.add_(cosine[lo:lo + SCORE_CHUNK, :, None] * self.cosine_gate)
+            part.div_(BOUND).tanh_().mul_(BOUND).exp_()  # bounded_exp
+        return out
 
     def relation_factors(self, q: torch.Tensor) -> torch.Tensor:
         """``W_r`` read against the question, for every relation code: codes x B x hidden. The
@@ -264,6 +277,9 @@ class PathMindNet(nn.Module):
         y = relational_gather(x, rho.reshape(rho.shape[0], -1), graph, places, write, read, hidden).view(n, batch, hidden)
         if rows is not None:
             y, gates, start = y.index_select(0, rows), gates.index_select(0, rows), start.index_select(0, rows)
+        if self.reading == "vector" and not needs_grad(y, gates, start):
+            d = y.mul_(gates).add_(start)  # the gather's own storage: y * h + d_0, the same as d_0 + h * y
+            return d, d
         message = gates * y
         if self.reading == "scalar":
             message = message.sum(-1, keepdim=True)
@@ -292,7 +308,7 @@ class PathMindNet(nn.Module):
         Without gradients (validation, answering) the places go through in chunks of
         ``SCORE_CHUNK``, in place: the same values, with temporaries that stay in the cache
         (whole-graph temporaries of places x B x 128 floats were most of answering's time)."""
-        if torch.is_grad_enabled() and (q.requires_grad or any(layer.requires_grad for layer in layers)):
+        if needs_grad(q, *layers):
             return self._score(layers, q, h, probes, in_place=False)
         n = layers[0].shape[0]
         parts = [self._score([layer[lo:lo + SCORE_CHUNK] for layer in layers], q,
