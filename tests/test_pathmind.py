@@ -704,3 +704,31 @@ def test_scoring_without_gradients_in_chunks_is_the_formula(settings, monkeypatc
     for name, value in probes.items():
         assert torch.allclose(got.probes[name], value, rtol=0, atol=1e-6), name
     assert all(torch.equal(a, b) for a, b in zip(layers, before))  # in place on copies, not on the inputs
+
+
+@pytest.mark.parametrize("settings", [{}, {"cost": "product", "entity": "gate", "readout": "layers"},
+                                      {"cost": "product", "reading": "scalar"}])
+def test_the_network_without_gradients_computes_what_training_computes(settings, monkeypatch):
+    """Answering runs the network in place and in chunks (no autograd); training runs it out
+    of place, the path the brute-force and dense tests above check. Both give the same
+    logits, cumulative cost and gates."""
+    from adapath.methods.pathmind import model as model_module
+    from adapath.methods.pathmind.train import new_model
+
+    monkeypatch.setattr(model_module, "SCORE_CHUNK", 11)
+    graph = generate(scale=0.01, seed=5)
+    records = QueryGenerator(graph).generate(6, seed=2)
+    encoder = HashingEncoder(dim=32)
+    examples = make_examples(graph, records, encoder)[:3]
+    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    torch.manual_seed(0)
+    model = new_model(graph, features, 32, TrainConfig(hidden=8, **settings), 1e-3)
+    inputs = features.batch(examples)
+    assert len(inputs.places) > 11  # several chunks
+    recorded = model(inputs)
+    assert recorded.logits.requires_grad
+    with torch.no_grad():
+        in_place = model(inputs)
+    for name in ("logits", "d", "gates"):
+        want, got = getattr(recorded, name).detach(), getattr(in_place, name)
+        assert torch.allclose(got, want, rtol=1e-6, atol=1e-6), name
