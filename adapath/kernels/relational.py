@@ -139,19 +139,28 @@ def scatter_backward(layer, x, grad, rho, segment, dx, drho_parts):
 
 @njit(parallel=True, cache=True, nogil=True)
 def neighbour_max(indptr, indices, values, inside, out):
-    """``out[v] = max(values[v], max over neighbours u with inside[u] of values[u])`` for v
-    with ``inside[v]``; ``-inf`` elsewhere (one step of a look-ahead over the subgraph)."""
+    """Per column j (a question): ``out[v, j] = max(values[v, j], max over neighbours u of
+    values[u, j])`` where ``inside[v, j]``; ``-inf`` elsewhere: one step of a look-ahead over
+    each question's subgraph, for ``values`` that are ``-inf`` outside it (as every step's
+    ``out`` is), so a neighbour outside never counts. The columns side by side: one pass over
+    the graph serves a batch, each neighbour's values read as one row."""
     n = indptr.shape[0] - 1
+    width = values.shape[1]
     for v in prange(n):
-        if not inside[v]:
-            out[v] = -np.inf
-            continue
-        best = values[v]
-        for k in range(indptr[v], indptr[v + 1]):
-            u = indices[k]
-            if inside[u] and values[u] > best:
-                best = values[u]
-        out[v] = best
+        best = out[v]
+        best[:] = values[v]
+        here = inside[v]
+        anywhere = False
+        for j in range(width):
+            anywhere |= here[j]
+        if anywhere:
+            for k in range(indptr[v], indptr[v + 1]):
+                seen = values[indices[k]]
+                for j in range(width):
+                    best[j] = max(best[j], seen[j])
+        for j in range(width):
+            if not here[j]:
+                best[j] = -np.inf
     return out
 
 

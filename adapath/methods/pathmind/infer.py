@@ -39,7 +39,7 @@ from adapath.memory import keep_freed_memory
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
-from adapath.methods.pathmind.select import Selection, select_entities
+from adapath.methods.pathmind.select import Selection, lookahead_scores, reachable, select_entities
 from adapath.methods.pathmind.train import Example, Features
 from adapath.retrieval.dense import NodeEmbeddings
 
@@ -60,6 +60,7 @@ class Prioritized:
     d: np.ndarray | None = None  # d(q, e), the cumulative cost
     gates: np.ndarray | None = None  # h, the triple representation's node factor
     relations: np.ndarray | None = None  # codes x hidden: W_r(q)
+    look: list[np.ndarray] | None = None  # the look-ahead scores of the selection, computed per batch
 
 
 class PathMind:
@@ -100,6 +101,14 @@ class PathMind:
                 for rank, (v, _) in enumerate(guide.candidates if guide is not None else []):
                     if p.inside[int(v)]:
                         p.priority[int(v)] += self.gain / (rank + 1)
+        if self.rule == "lookahead":  # after the vote: it reads the final priorities
+            g = self.graph
+            for lo in range(0, len(out), self.batch):
+                group, chunk = out[lo:lo + self.batch], examples[lo:lo + self.batch]
+                looks = lookahead_scores(g.indptr, g.indices, [p.priority for p in group],
+                                         [reachable(p.inside, e.topics) for p, e in zip(group, chunk)], self.rounds - 1)
+                for p, look in zip(group, looks):
+                    p.look = look
         return out
 
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
@@ -143,7 +152,7 @@ class PathMind:
     def select(self, example: Example, prioritized: Prioritized) -> Selection:
         g = self.graph
         return select_entities(g.indptr, g.indices, prioritized.priority, prioritized.inside, example.topics, self.k,
-                               self.rounds, self.rule)
+                               self.rounds, self.rule, prioritized.look)
 
     def step_edge(self, head: int, tail: int, prioritized: Prioritized) -> tuple[int, bool]:
         """The edge of the step head -> tail, as (relation, stored head -> tail): among the

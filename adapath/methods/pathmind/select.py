@@ -47,29 +47,42 @@ class Selection:
         return left[np.lexsort((left, -priority[left]))].tolist() if len(left) else []
 
 
-def lookahead_scores(indptr, indices, priority: np.ndarray, inside: np.ndarray, steps: int) -> list[np.ndarray]:
-    """``out[m][v]``: the best priority within m steps of v inside the subgraph (v included);
-    ``-inf`` outside it."""
-    values = np.where(inside, priority, -np.inf).astype(np.float64)
-    out = [values]
-    for _ in range(steps):
-        out.append(neighbour_max(indptr, indices, out[-1], inside, np.empty_like(values)))
+def reachable(inside: np.ndarray, topics) -> np.ndarray:
+    """The look-ahead's subgraph: ``inside`` without the topics (no round walks back through
+    a topic, so the look-ahead does not either)."""
+    out = np.array(inside, dtype=np.bool_)
+    out[list(topics)] = False
     return out
 
 
+def lookahead_scores(indptr, indices, priorities: list[np.ndarray], insides: list[np.ndarray],
+                     steps: int) -> list[list[np.ndarray]]:
+    """Per question, ``out[m][v]``: the best priority within m steps of v inside its subgraph
+    (v included); ``-inf`` outside it. Several questions go side by side, one pass over the
+    graph per step for all of them."""
+    values = np.stack([np.where(inside, priority, -np.inf) for priority, inside in zip(priorities, insides)],
+                      axis=1).astype(np.float64)  # -inf outside: what neighbour_max reads as not there
+    mask = np.stack([np.asarray(inside, dtype=np.bool_) for inside in insides], axis=1)
+    steps_out = [values]
+    for _ in range(steps):
+        steps_out.append(neighbour_max(indptr, indices, steps_out[-1], mask, np.empty_like(values)))
+    return [[np.ascontiguousarray(step[:, j]) for step in steps_out] for j in range(values.shape[1])]
+
+
 def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, topics, k: int, rounds: int,
-                    rule: str = "lookahead") -> Selection:
+                    rule: str = "lookahead", look: list[np.ndarray] | None = None) -> Selection:
     """The selection of a question: ``priority`` per node (higher is better), ``inside`` the
-    query subgraph's mask, ``topics`` where the walk starts. Ties go to the smaller index."""
+    query subgraph's mask, ``topics`` where the walk starts. Ties go to the smaller index.
+    ``look``: the question's look-ahead scores already computed (:func:`lookahead_scores`
+    over :func:`reachable`, ``rounds - 1`` steps; a batch computes them together)."""
     if rule not in RULES:
         raise ValueError(f"selection rule {rule!r}: choose {', '.join(RULES)}")
     priority = np.asarray(priority, dtype=np.float64)
     topics = list(dict.fromkeys(int(t) for t in topics))
-    look = None
-    if rule == "lookahead":  # no round walks back through a topic: the look-ahead does not either
-        reachable = np.array(inside, dtype=np.bool_)
-        reachable[topics] = False
-        look = lookahead_scores(indptr, indices, priority, reachable, rounds - 1)
+    if rule != "lookahead":
+        look = None
+    elif look is None:
+        look = lookahead_scores(indptr, indices, [priority], [reachable(inside, topics)], rounds - 1)[0]
     taken = set(topics)
     seeds = topics
     out = Selection()
