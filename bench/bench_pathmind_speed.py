@@ -4,7 +4,7 @@ that the settings give the same answers.
 
     python bench/bench_pathmind_speed.py [--kg DIR --records dev.jsonl | --scale 1.0] [--encoder minilm]
         [--models paper,nbfnet] [--settings before,after] [--train 64] [--validate 64] [--answer 96]
-        [--threads 2] [--json FILE]
+        [--sources TREE,TREE] [--threads 2] [--json FILE]
 
 Settings, each run in a process of its own (the memory setting is process-wide):
 
@@ -21,6 +21,11 @@ first, then times ``--train`` training questions (batches of 4, optimizer steps 
 questions answered without an LLM (batches of 8, selection and paths included). "same" says
 whether a setting's answers (the K selected entities of every question) equal the first
 setting's.
+
+``--sources`` compares code as well: each source tree (a folder with an ``adapath`` package,
+such as ``git archive REV | tar -x -C DIR``) runs every setting with its package first on
+``PYTHONPATH``, side by side in the same run; "same" then also says whether the trees answer
+alike.
 
 With ``--kg`` the questions are the records' test half (``--records``, split as
 ``bench_real_records.py`` splits them) and the node texts come from the graph's store; with
@@ -166,6 +171,9 @@ def main() -> None:
     parser.add_argument("--validate", type=int, default=64)
     parser.add_argument("--answer", type=int, default=96)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
+                        "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
+                        "model and setting with that package first on PYTHONPATH (default: this tree).")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -175,21 +183,32 @@ def main() -> None:
         return
     if args.kg and not args.records:
         parser.error("--kg needs --records")
+    sources = [Path(v) for v in args.sources.split(",") if v]
+    for source in sources:
+        if not (source / "adapath" / "__init__.py").is_file():
+            parser.error(f"--sources: {source} holds no adapath package")
     rows = []
     for model in args.models.split(","):
-        for setting in args.settings.split(","):
-            command = [sys.executable, __file__, "--child", model, setting, "--scale", str(args.scale),
-                       "--encoder", args.encoder, "--train", str(args.train), "--validate", str(args.validate),
-                       "--answer", str(args.answer), "--threads", str(args.threads)]
-            if args.kg:
-                command += ["--kg", str(args.kg), "--records", str(args.records)]
-            env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
-            done = subprocess.run(command, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                print(f"{model} {setting}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
-                continue
-            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(f"  {model} {setting}: done", file=sys.stderr, flush=True)
+        for source in sources or [None]:
+            for setting in args.settings.split(","):
+                command = [sys.executable, __file__, "--child", model, setting, "--scale", str(args.scale),
+                           "--encoder", args.encoder, "--train", str(args.train), "--validate", str(args.validate),
+                           "--answer", str(args.answer), "--threads", str(args.threads)]
+                if args.kg:
+                    command += ["--kg", str(args.kg), "--records", str(args.records)]
+                env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
+                if source is not None:
+                    env["PYTHONPATH"] = os.pathsep.join([str(source.resolve()), env.get("PYTHONPATH", "")]).rstrip(
+                        os.pathsep)
+                label = f"{model} {setting}" + (f" ({source.name})" if source is not None else "")
+                done = subprocess.run(command, capture_output=True, text=True, env=env)
+                if done.returncode != 0:
+                    print(f"{label}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row["source"] = source.name if source is not None else ""
+                rows.append(row)
+                print(f"  {label}: done", file=sys.stderr, flush=True)
     print_table(rows, args)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
@@ -199,13 +218,15 @@ def print_table(rows: list[dict], args) -> None:
     where = f"graph {args.kg}" if args.kg else f"generated graph, scale {args.scale}"
     print(f"PathMind speed: {where}, encoder {args.encoder}, {args.threads} threads; {args.train} training, "
           f"{args.validate} validation, {args.answer} answered questions; untrained seeded weights\n")
-    print("| model | setting | train q/s | validate q/s | answer q/s | faults/q train | faults/q validate | "
-          "faults/q answer | same answers |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    sources = any(r.get("source") for r in rows)
+    print("| model |" + (" source |" if sources else "") + " setting | train q/s | validate q/s | answer q/s | "
+          "faults/q train | faults/q validate | faults/q answer | same answers |")
+    print("|---|" + ("---|" if sources else "") + "---|---:|---:|---:|---:|---:|---:|---|")
     first = {}
     for r in rows:
         same = first.setdefault(r["model"], r["answers"]) == r["answers"]
-        print(f"| {r['model']} | {r['setting']} | {r['train']['questions_per_s']:.2f} | "
+        source = f" {r['source']} |" if sources else ""
+        print(f"| {r['model']} |{source} {r['setting']} | {r['train']['questions_per_s']:.2f} | "
               f"{r['validate']['questions_per_s']:.2f} | {r['answer']['questions_per_s']:.2f} | "
               f"{r['train']['faults_per_question']:,.0f} | {r['validate']['faults_per_question']:,.0f} | "
               f"{r['answer']['faults_per_question']:,.0f} | {'yes' if same else 'NO'} |")
