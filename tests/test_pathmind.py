@@ -706,12 +706,13 @@ def test_scoring_without_gradients_in_chunks_is_the_formula(settings, monkeypatc
     assert all(torch.equal(a, b) for a, b in zip(layers, before))  # in place on copies, not on the inputs
 
 
+@pytest.mark.parametrize("backend", ["numba", "torch"])
 @pytest.mark.parametrize("settings", [{}, {"cost": "product", "entity": "gate", "readout": "layers"},
                                       {"cost": "product", "reading": "scalar"}])
-def test_the_network_without_gradients_computes_what_training_computes(settings, monkeypatch):
+def test_the_network_without_gradients_computes_what_training_computes(settings, backend, monkeypatch):
     """Answering runs the network in place and in chunks (no autograd); training runs it out
     of place, the path the brute-force and dense tests above check. Both give the same
-    logits, cumulative cost and gates."""
+    logits, cumulative cost and gates, with the kernels and with torch's ops (--device cuda)."""
     from adapath.methods.pathmind import model as model_module
     from adapath.methods.pathmind.train import new_model
 
@@ -720,7 +721,7 @@ def test_the_network_without_gradients_computes_what_training_computes(settings,
     records = QueryGenerator(graph).generate(6, seed=2)
     encoder = HashingEncoder(dim=32)
     examples = make_examples(graph, records, encoder)[:3]
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    features = Features(graph, NodeEmbeddings(graph, encoder), 3, backend=backend)
     torch.manual_seed(0)
     model = new_model(graph, features, 32, TrainConfig(hidden=8, **settings), 1e-3)
     inputs = features.batch(examples)
