@@ -135,7 +135,7 @@ class HFBackend:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            from adapath.quiet import quiet_third_party
+            from adapath.quiet import quiet_gguf_loading, quiet_third_party
         except ImportError:
             raise _missing("transformers and torch", "hf") from None
         if path.endswith(".gguf"):
@@ -145,7 +145,10 @@ class HFBackend:
                 raise _missing("gguf (to read .gguf files with transformers)", "hf")
         device = check_device(device)
         self.name = f"hf:{path}"
-        quiet_third_party()
+        if path.endswith(".gguf"):
+            quiet_gguf_loading()
+        else:
+            quiet_third_party()
         self.tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True, **kwargs)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

@@ -126,6 +126,10 @@ def load_base(base: str | Path, dtype=None, device: str = "cpu"):
 
     base = Path(base)
     directory, kwargs = (base.parent, {"gguf_file": base.name}) if base.suffix == ".gguf" else (base, {})
+    if kwargs:
+        from adapath.quiet import quiet_gguf_loading
+
+        quiet_gguf_loading()
     tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True, **kwargs)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
