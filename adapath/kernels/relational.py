@@ -44,12 +44,6 @@ def _add_product(out, a, b):
 
 
 @njit(inline="always")
-def _add_scaled(out, a, scale):
-    for h in range(out.shape[0]):
-        out[h] += a[h] * scale
-
-
-@njit(inline="always")
 def _add_scaled_product(out, a, scale, b):
     """``out += a * scale * b``, evaluated as ``(a * scale) * b`` (the same as ``(scale * a) *
     b``: one multiplication commutes exactly; which pair goes first is what matters)."""
@@ -82,7 +76,8 @@ def gather(layer, x, rho, segment, out):
     width = x.shape[1]
     for i in prange(nodes.shape[0]):
         row = out[i]
-        row[:] = 0.0
+        for j in range(width):
+            row[j] = 0.0
         if not rows[i]:
             continue
         v = nodes[i]
@@ -119,7 +114,8 @@ def scatter_backward(layer, x, grad, rho, segment, dx, drho_parts):
         part[:] = 0.0
         for i in range(b * step, min(n, (b + 1) * step)):
             dx_row = dx[i]
-            dx_row[:] = 0.0
+            for j in range(width):
+                dx_row[j] = 0.0
             bits = sources[i]
             if bits == 0:
                 continue
@@ -198,9 +194,12 @@ def walk_sum_step(layer, total, count, gates, rho, total_out, count_out, message
     hidden = message.shape[2]
     shared = gates.shape[1] == 1
     for i in prange(nodes.shape[0]):
-        count_out[i, :] = 0.0
-        total_out[i, :, :] = 0.0
-        message[i, :, :] = 0.0
+        for j in range(batch):
+            count_out[i, j] = 0.0
+            for c in range(channels):
+                total_out[i, j, c] = 0.0
+            for h in range(hidden):
+                message[i, j, h] = 0.0
         if not rows[i]:
             continue
         v = nodes[i]
@@ -217,13 +216,17 @@ def walk_sum_step(layer, total, count, gates, rho, total_out, count_out, message
                     continue
                 walks = count[at, j]
                 count_out[i, j] += walks
-                _add(total_out[i, j], total[at, j])
+                for c in range(channels):
+                    total_out[i, j, c] += total[at, j, c]
                 if walks != 0.0:
-                    _add_scaled_product(message[i, j], rho[r, j], walks, gates[at, 0 if shared else j])
+                    g = 0 if shared else j
+                    for h in range(hidden):
+                        message[i, j, h] += rho[r, j, h] * walks * gates[at, g, h]
         for j in range(batch):
             g = 0 if shared else j
             if channels == hidden:
-                _add_product(total_out[i, j], gates[i, g], message[i, j])
+                for h in range(hidden):
+                    total_out[i, j, h] += gates[i, g, h] * message[i, j, h]
             else:
                 acc = 0.0
                 for h in range(hidden):
@@ -241,22 +244,20 @@ def walk_sum_rows_backward(gates, message, rows, grad_total, grad_message, grad_
     hidden = message.shape[2]
     shared = gates.shape[1] == 1
     for i in prange(gates.shape[0]):
-        grad_gates_rows[i, :, :] = 0.0
-        grad_message[i, :, :] = 0.0
+        for g in range(gates.shape[1]):
+            for h in range(hidden):
+                grad_gates_rows[i, g, h] = 0.0
+        for j in range(batch):
+            for h in range(hidden):
+                grad_message[i, j, h] = 0.0
         if not rows[i]:
             continue
         for j in range(batch):
             g = 0 if shared else j
-            out, gate, sums, upstream = grad_message[i, j], gates[i, g], grad_gates_rows[i, g], grad_total[i, j]
-            if channels == hidden:
-                for h in range(hidden):
-                    out[h] = gate[h] * upstream[h]
-                _add_product(sums, message[i, j], upstream)
-            else:
-                one = upstream[0]
-                for h in range(hidden):
-                    out[h] = gate[h] * one
-                _add_scaled(sums, message[i, j], one)
+            for h in range(hidden):
+                upstream = grad_total[i, j, h if channels == hidden else 0]
+                grad_message[i, j, h] = gates[i, g, h] * upstream
+                grad_gates_rows[i, g, h] += message[i, j, h] * upstream
     return grad_message
 
 
@@ -271,18 +272,25 @@ def walk_sum_sources_backward(layer, count, gates, rho, grad_total, grad_count, 
     wherever the forward's sources can be nonzero."""
     indptr, indices, code, nodes, local_of, rows, sources = layer
     n = nodes.shape[0]
-    batch = grad_total.shape[1]
+    batch, channels = grad_total.shape[1], grad_total.shape[2]
     hidden = gates.shape[2]
     shared = gates.shape[1] == 1
     blocks = d_rho_parts.shape[0]
     step = (n + blocks - 1) // blocks
     for b in prange(blocks):
         part = d_rho_parts[b]
-        part[:, :, :] = 0.0
+        for r in range(part.shape[0]):
+            for j in range(batch):
+                for h in range(hidden):
+                    part[r, j, h] = 0.0
         for i in range(b * step, min(n, (b + 1) * step)):
-            d_count[i, :] = 0.0
-            d_total[i, :, :] = 0.0
-            d_gates[i, :, :] = 0.0
+            for j in range(batch):
+                d_count[i, j] = 0.0
+                for c in range(channels):
+                    d_total[i, j, c] = 0.0
+            for g in range(gates.shape[1]):
+                for h in range(hidden):
+                    d_gates[i, g, h] = 0.0
             bits = sources[i]
             if bits == 0:
                 continue
