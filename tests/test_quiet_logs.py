@@ -58,7 +58,6 @@ def test_harmless_library_warnings_are_dropped_and_others_pass():
 def test_the_gguf_de_quantizing_bar_is_off(capfd):
     """transformers draws its own tqdm bar while it de-quantizes a .gguf file: after
     quiet_gguf_loading() that bar writes nothing; a bar of any other module still draws."""
-    pytest.importorskip("gguf")
     from tqdm.auto import tqdm
     from transformers import modeling_gguf_pytorch_utils as gguf_loading
 
