@@ -56,6 +56,11 @@ def bounded_exp(x: torch.Tensor) -> torch.Tensor:
     return torch.exp(BOUND * torch.tanh(x / BOUND))
 
 
+def bounded_exp_(x: torch.Tensor) -> torch.Tensor:
+    """:func:`bounded_exp` in ``x``'s own storage (no gradient): the same values."""
+    return x.div_(BOUND).tanh_().mul_(BOUND).exp_()
+
+
 def needs_grad(*tensors: torch.Tensor) -> bool:
     """Whether autograd records an operation on ``tensors``: otherwise (validation, answering)
     the network computes in place."""
@@ -65,6 +70,13 @@ def needs_grad(*tensors: torch.Tensor) -> bool:
 def signed_log(x: torch.Tensor) -> torch.Tensor:
     """``sign(x) log(1 + |x|)``: monotone, odd, linear near 0, logarithmic far from it."""
     return torch.sign(x) * torch.log1p(torch.abs(x))
+
+
+def signed_log_(x: torch.Tensor) -> torch.Tensor:
+    """:func:`signed_log` in ``x``'s own storage (no gradient): ``log1p(|x|) * sign(x)``, the
+    same product."""
+    sign = torch.sign(x)
+    return x.abs_().log1p_().mul_(sign)
 
 
 class WholeGraph:
@@ -225,7 +237,7 @@ class PathMindNet(nn.Module):
         for lo in range(0, h.shape[0], SCORE_CHUNK):  # chunks in place: the same values
             part = torch.mul(h[lo:lo + SCORE_CHUNK, None, :], read[None, :, :], out=out[lo:lo + SCORE_CHUNK])
             part.add_(cosine[lo:lo + SCORE_CHUNK, :, None] * self.cosine_gate)
-            part.div_(BOUND).tanh_().mul_(BOUND).exp_()  # bounded_exp
+            bounded_exp_(part)
         return out
 
     def relation_factors(self, q: torch.Tensor) -> torch.Tensor:
@@ -301,10 +313,7 @@ class PathMindNet(nn.Module):
             if in_place:
                 return d.clamp_(min=TINY).log_().div_(LOG_SCALE)
             return torch.log(d.clamp(min=TINY)) / LOG_SCALE
-        if in_place:
-            sign = torch.sign(d)
-            return d.abs_().log1p_().mul_(sign)  # log1p(|d|) * sign(d): the same product as signed_log's
-        return signed_log(d)
+        return signed_log_(d) if in_place else signed_log(d)
 
     def score(self, layers: list[torch.Tensor], q: torch.Tensor, h: torch.Tensor | None = None,
               probes: tuple[str, ...] = ()) -> Scores:
