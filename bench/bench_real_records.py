@@ -269,61 +269,60 @@ def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> Non
             return
 
 
-def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
-                   levels: list[str], batch: int, encoder) -> list:
+def answer_into(work: Path, split: str, name: str, spec, context, test: list[dict], levels: list[str],
+                settings: dict, batch: int, warm_up: bool = False) -> list:
+    """A method's answers to ``test`` at every level, kept in ``work/answers/SPLIT/NAME.jsonl``
+    (resumed: only what is missing is answered), with a progress line and a timing line.
+    ``warm_up``: two questions answered untimed first when there is work to do (kernels
+    compiled or loaded before the clock)."""
     from adapath.datasets.biostrat import query_from_record
-    from adapath.methods.base import MethodContext
-    from adapath.methods.registry import get_method
     from adapath.methods.run import finished_pairs, load_results, run_queries
     from adapath.progress import Progress
+
+    queries = [query_from_record(r, level) for level in levels for r in test]
+    out = work / "answers" / split / f"{name}.jsonl"
+    wanted = {(q.id, q.level) for q in queries}
+    if warm_up and (not out.is_file() or wanted - finished_pairs(out)):
+        spec.make(context).answer(queries[:2])
+    clock = time.perf_counter()
+    with Progress(None, f"  {name}", unit="questions") as bar:
+        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings | {"queries": len(queries)},
+                              batch=batch, progress=bar)
+    if summary.new:
+        seconds = time.perf_counter() - clock
+        say(f"  {name}: {summary.new} answered in {seconds:.0f} s ({1000 * seconds / summary.new:.0f} ms/query)")
+    return [r for r in load_results(out) if (r.id, r.level) in wanted]
+
+
+def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
+                   levels: list[str], batch: int, encoder) -> list:
+    """An AdaPath variant's answers (``VARIANTS``), resumed from ``work/answers``."""
+    from adapath.methods.base import MethodContext
+    from adapath.methods.registry import get_method
 
     spec = get_method("adapath")
     params = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v)
                                   for k, v in VARIANTS[name].items()})
     context = MethodContext(graph, graph_dir=work / "kg", encoder_spec=encoder_spec, bank=bank, params=params,
                             _encoder=encoder)
-    queries = [query_from_record(r, level) for level in levels for r in test]
-    out = work / "answers" / split / f"{name}.jsonl"
     settings = {"variant": name, "params": params, "encoder": encoder_spec, "bank": str(bank),
-                "graph": graph.checksum(), "queries": len(queries)}
-    if not out.is_file() or {(q.id, q.level) for q in queries} - finished_pairs(out):  # work to do
-        spec.make(context).answer(queries[:2])  # untimed warm-up: kernels compiled or loaded
-    clock = time.perf_counter()
-    with Progress(None, f"  {name}", unit="questions") as bar:
-        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=batch,
-                              progress=bar)
-    if summary.new:
-        say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s "
-            f"({1000 * (time.perf_counter() - clock) / summary.new:.0f} ms/query)")
-    wanted = {(q.id, q.level) for q in queries}
-    return [r for r in load_results(out) if (r.id, r.level) in wanted]
+                "graph": graph.checksum()}
+    return answer_into(work, split, name, spec, context, test, levels, settings, batch, warm_up=True)
 
 
 def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model: Path, bank: Path | None,
                     encoder_spec: str, encoder, test: list[dict], levels: list[str], params: dict,
                     llm=None, tag: str = "") -> list:
     """A PathMind method's answers on the test half (resumed from ``work/answers``)."""
-    from adapath.datasets.biostrat import query_from_record
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
-    from adapath.methods.run import load_results, run_queries
-    from adapath.progress import Progress
 
     spec = get_method(method)
     resolved = spec.resolve_params({k: str(v) for k, v in params.items()})
     context = MethodContext(graph, graph_dir=work / "kg", llm=llm, encoder_spec=encoder_spec, bank=bank,
                             model=model, params=resolved, _encoder=encoder)
-    queries = [query_from_record(r, level) for level in levels for r in test]
-    out = work / "answers" / split / f"{name}.jsonl"
-    settings = {"method": method, "params": resolved, "model": str(model), "graph": graph.checksum(),
-                "queries": len(queries), "llm": tag}
-    clock = time.perf_counter()
-    with Progress(None, f"  {name}", unit="questions") as bar:
-        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings, batch=16, progress=bar)
-    if summary.new:
-        say(f"  {name}: {summary.new} answered in {time.perf_counter() - clock:.0f} s")
-    wanted = {(q.id, q.level) for q in queries}
-    return [r for r in load_results(out) if (r.id, r.level) in wanted]
+    settings = {"method": method, "params": resolved, "model": str(model), "graph": graph.checksum(), "llm": tag}
+    return answer_into(work, split, name, spec, context, test, levels, settings, 16)
 
 
 # ---------------------------------------------------------------------------- extra metrics

@@ -26,7 +26,7 @@ TIMED = {
     ("bench_paths_recall.py", "main"): ({"build_bank"}, {"build_bank"}),
     ("bench_metapath_coverage.py", "main"): ({"build_bank"}, {"build_bank"}),
     ("bench_real_records.py", "prepare_bank"): ({"build_bank"}, {"build_bank"}),
-    ("bench_real_records.py", "answer_variant"): ({"run_queries"}, {"answer"}),
+    ("bench_real_records.py", "answer_into"): ({"run_queries"}, {"answer"}),
     ("check_gpu.py", "part_ppr"): ({"personalized"}, {"personalized"}),
     ("check_gpu.py", "part_bank"): ({"build_bank"}, {"build_bank"}),
 }
