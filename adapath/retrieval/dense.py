@@ -101,7 +101,9 @@ class SentenceEncoder:
 
     @property
     def dim(self) -> int:
-        return self.model.get_sentence_embedding_dimension()
+        # sentence-transformers 6 renamed it (the old name warns); earlier releases have only the old one
+        named = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return named()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Normalized float32 rows. Large calls (``kg embed``'s node texts) go to
