@@ -13,6 +13,7 @@ import torch
 from adapath.datasets.biostrat import query_from_record
 from adapath.datasets.generate import QueryGenerator
 from adapath.engine.graph import KnowledgeGraph
+from adapath.errors import InputError
 from adapath.llm import ScriptedBackend
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.infer import PathMind
@@ -478,8 +479,6 @@ def test_learned_priority_beats_nearest_and_random(trained):
 
 @pytest.mark.parametrize("which", ["paper_model", "trained"])
 def test_checkpoint_round_trip_and_old_models_are_one_line(which, request, tmp_path):
-    from adapath.errors import InputError
-
     graph, _, _, features, config, model, held_out, history = request.getfixturevalue(which)
     save_checkpoint(model, config, graph, tmp_path / "m", history)
     loaded, loaded_config = load_checkpoint(tmp_path / "m")
@@ -542,6 +541,68 @@ def test_training_is_deterministic_per_seed():
     again, _ = train(graph, examples, features, config)
     for name, tensor in first.state_dict().items():
         assert torch.equal(tensor, again.state_dict()[name]), name
+
+
+def test_subgraphs_side_by_side_are_the_hop_balls():
+    """70 topic sets (two groups of up to 63) against SciPy's unweighted distances: the masks
+    at 0..hops steps, and which questions keep an answer within them (repeated topic sets
+    with other answers, unordered topics and a question without answers among them)."""
+    import scipy.sparse
+    from scipy.sparse.csgraph import shortest_path
+
+    from adapath.methods.pathmind.train import Example, within_reach
+
+    graph = generate(scale=0.01, seed=5)
+    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=16)), 3)
+    n = graph.num_nodes
+    adjacency = scipy.sparse.csr_matrix((np.ones(len(graph.indices)), np.asarray(graph.indices),
+                                         np.asarray(graph.indptr)), shape=(n, n))
+    rng = np.random.default_rng(0)
+    topic_lists = [[int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)] for _ in range(70)]
+    distance = shortest_path(adjacency, directed=False, unweighted=True)
+    nearest = [distance[topics].min(axis=0) for topics in topic_lists]
+    for masks, near in zip(features.subgraphs(topic_lists), nearest):
+        assert len(masks) == 4
+        for t, mask in enumerate(masks):
+            assert np.array_equal(mask, near <= t)
+    examples = []
+    for i, topics in enumerate(topic_lists):
+        for _ in range(2):  # the same topics, reordered, with other answers
+            answers = [int(a) for a in rng.choice(n, size=2, replace=False)]
+            examples.append(Example(f"{i}-{len(examples)}", "", topics[::-1] if len(examples) % 2 else topics,
+                                    answers, np.zeros(4, np.float32)))
+    examples.append(Example("none", "", topic_lists[0], [], np.zeros(4, np.float32)))
+    expected = [e.id for e in examples if e.answers and (distance[e.topics][:, e.answers].min() <= 3)]
+    assert 0 < len(expected) < len(examples) - 1
+    assert [e.id for e in within_reach(features, examples)] == expected
+
+
+def test_training_from_init_starts_at_its_weights():
+    """With a learning rate of 0 nothing moves: a model trained from ``init`` keeps init's
+    weights exactly, one trained from scratch keeps its seeded random start; a network of
+    another shape is refused in one line naming the setting."""
+    from adapath.methods.pathmind.train import new_model
+
+    graph = generate(scale=0.01, seed=5)
+    records = QueryGenerator(graph).generate(24, seed=1)
+    encoder = HashingEncoder(dim=32)
+    examples = make_examples(graph, records, encoder)
+    features = Features(graph, NodeEmbeddings(graph, encoder), 2)
+    first, _ = train(graph, examples, features, TrainConfig(epochs=1, hidden=8, hops=2, seed=4, batch=3))
+    still = TrainConfig(epochs=1, hidden=8, hops=2, seed=9, batch=3, lr=0.0)
+    kept, _ = train(graph, examples, features, still, init=first)
+    fresh, _ = train(graph, examples, features, still)
+    torch.manual_seed(9)
+    seeded = new_model(graph, features, 32, still, 0.5)
+    for name, tensor in first.state_dict().items():
+        assert torch.equal(kept.state_dict()[name], tensor), name
+    changed = [n for n, t in first.state_dict().items() if not torch.equal(fresh.state_dict()[n], t)]
+    assert changed  # from scratch it is not init's weights...
+    for name, tensor in seeded.state_dict().items():
+        if "bias" not in name.split(".")[-1] or not name.startswith(("priority", "probes")):  # ...but its own start
+            assert torch.equal(fresh.state_dict()[name], tensor), name
+    with pytest.raises(InputError, match=r"^--init: a model of other settings \(hidden 8, here 16\)$"):
+        train(graph, examples, features, TrainConfig(epochs=1, hidden=16, hops=2, batch=3), init=first)
 
 
 @pytest.fixture(scope="module")
@@ -609,6 +670,22 @@ def test_train_writes_once_and_needs_force_to_replace(cli_setup, tmp_path, capsy
     code, _, err = run_cli(train_args(cli_setup, out, "--seed", "3", "--force"), capsys)
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary folders left
+
+
+def test_train_from_init_records_it_and_refuses_other_settings(cli_setup, tmp_path, capsys):
+    first = tmp_path / "first"
+    code, _, err = run_cli(train_args(cli_setup, first), capsys)
+    assert code == 0, err
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "tuned", "--init", first), capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "tuned" / "config.json").read_text())["started_from"] == str(first)
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "other", "--init", first, "--cost", "product"), capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        "adapath: error: --init: a model of other settings (cost 'sum', here 'product')")
+    code, _, err = run_cli(train_args(cli_setup, tmp_path / "none", "--init", tmp_path / "missing"), capsys)
+    assert code == 2 and err.strip() == f"adapath: error: {tmp_path / 'missing'}: not a PathMind model " \
+        "(config.json + model.safetensors)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first", "tuned"]
 
 
 @pytest.mark.parametrize("settings", [{}, {"cost": "product", "entity": "gate", "readout": "layers"},

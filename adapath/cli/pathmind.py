@@ -57,6 +57,9 @@ def pathmind_train(
     entity: str = setting_option(TrainConfig, "entity"),
     readout: str = setting_option(TrainConfig, "readout"),
     gnn_layers: int = setting_option(TrainConfig, "gnn_layers"),
+    init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
+                                     "weights (same settings): fine-tune on real records a model trained with "
+                                     "generated questions, for example."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
@@ -80,6 +83,10 @@ def pathmind_train(
 
     device = check_device(device)
     use_cache_dir(cache_dir)
+    if init is not None:
+        from adapath.methods.pathmind.train import load_checkpoint
+
+        start, _ = load_checkpoint(init)
     import numba
     import torch
 
@@ -116,10 +123,10 @@ def pathmind_train(
             f"{parse_spec(files[0][0]).name}")
 
     model, history = train(graph, examples[0], features, config, progress=True, more=[e for p in examples[1:] for e in p],
-                           split=split, log=lambda h: say(
+                           split=split, init=start if init is not None else None, log=lambda h: say(
         f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
         f"{h['seconds']:.1f} s"))
-    save_checkpoint(model, config, graph, out, history)
+    save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     say(f"wrote {out}")
 
 

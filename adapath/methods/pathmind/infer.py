@@ -114,7 +114,7 @@ class PathMind:
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
         features = self.features
         if self.mode not in LEARNED:
-            masks = [features.subgraph(e.topics) for e in chunk]
+            masks = features.subgraphs([e.topics for e in chunk])
             return [self._unlearned(e, m[-1], depth_of(m)) for e, m in zip(chunk, masks)]
         with torch.no_grad():
             if self._entities is None:

@@ -41,7 +41,7 @@ from adapath.errors import InputError
 from adapath.memory import keep_freed_memory
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
-from adapath.methods.pathmind.propagate import Places, RelationalGraph
+from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places, RelationalGraph
 from adapath.progress import Progress
 
 FORMAT = "adapath-pathmind"
@@ -134,6 +134,16 @@ class Features:
         seeds[list(topics)] = True
         return self.relational.reach(seeds, self.hops)
 
+    def subgraphs(self, topic_lists: list[list[int]]) -> list[list[np.ndarray]]:
+        """``subgraph`` of each topic list, from one pass of the graph per step for up to 63
+        lists side by side (a bit each)."""
+        out = []
+        for lo in range(0, len(topic_lists), MAX_QUESTIONS):
+            group = topic_lists[lo:lo + MAX_QUESTIONS]
+            bits = self.relational.reach_bits(group, self.hops)
+            out += [[((b >> j) & 1).astype(np.bool_) for b in bits] for j in range(len(group))]
+        return out
+
 
 def targets(features: Features, examples: list[Example], places: Places,
             topics: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -141,8 +151,8 @@ def targets(features: Features, examples: list[Example], places: Places,
     topics (what a ranking may return) unless ``topics`` (what the loss sums over)."""
     target = torch.zeros(len(places), len(examples))
     mask = torch.zeros(len(places), len(examples), dtype=torch.bool)
-    for j, e in enumerate(examples):
-        inside = features.subgraph(e.topics)[-1].copy()
+    for j, (e, masks) in enumerate(zip(examples, features.subgraphs([e.topics for e in examples]))):
+        inside = masks[-1]
         inside[e.topics] = topics
         mask[:, j] = torch.from_numpy(places.mask(inside))
         at = places.local_of[e.answers]
@@ -165,8 +175,7 @@ def sampled_targets(features: Features, examples: list[Example], cosine: np.ndar
     them when every negative is drawn. The strata by depth keep the nodes near the topics,
     few but with the largest walk sums, in every step."""
     picks = []
-    for j, e in enumerate(examples):
-        masks = features.subgraph(e.topics)
+    for j, (e, masks) in enumerate(zip(examples, features.subgraphs([e.topics for e in examples]))):
         inside = masks[-1].copy()
         topics = np.unique(np.asarray(e.topics, dtype=np.int64))
         inside[topics] = False
@@ -275,6 +284,16 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
     return model
 
 
+def start_from(model: PathMindNet, init: PathMindNet) -> None:
+    """Copies ``init``'s weights into ``model``; one line naming the first setting where their
+    shapes differ (the graph's types or relations, the encoder's width, an architecture option)."""
+    for key, value in model.config.items():
+        if init.config.get(key) != value:
+            raise InputError(f"--init: a model of other settings ({key} {init.config.get(key)!r}, "
+                             f"here {value!r})")
+    model.load_state_dict({k: v.detach().to("cpu") for k, v in init.state_dict().items()})
+
+
 def split_by_question(examples: list[Example], fraction: float, rng: np.random.Generator) -> tuple[list, list]:
     """(validation, training): a seeded ``fraction`` of the questions (by id) with every level of
     each, so no question is seen in training at one level and validated at another."""
@@ -287,17 +306,36 @@ def split_by_question(examples: list[Example], fraction: float, rng: np.random.G
 
 
 def within_reach(features: Features, examples: list[Example]) -> list[Example]:
-    """The questions with an answer inside their query subgraph (the others teach nothing)."""
-    return [e for e in examples if e.answers and features.subgraph(e.topics)[-1][e.answers].any()]
+    """The questions with an answer inside their query subgraph (the others teach nothing).
+    Each distinct topic set's subgraph is found once (a question's wordings share it), 63
+    side by side."""
+    slot: dict[tuple, int] = {}
+    groups: dict[int, list[int]] = {}  # a group of 63 topic sets -> its examples
+    for i, e in enumerate(examples):
+        if e.answers:
+            at = slot.setdefault(tuple(sorted(set(e.topics))), len(slot))
+            groups.setdefault(at // MAX_QUESTIONS, []).append(i)
+    unique = list(slot)
+    found = np.zeros(len(examples), dtype=np.bool_)
+    for group, members in groups.items():
+        lo = group * MAX_QUESTIONS
+        last = features.relational.reach_bits([list(k) for k in unique[lo:lo + MAX_QUESTIONS]], features.hops)[-1]
+        for i in members:
+            e = examples[i]
+            bit = slot[tuple(sorted(set(e.topics)))] - lo
+            found[i] = bool(((last[e.answers] >> bit) & 1).any())
+    return [e for e, ok in zip(examples, found) if ok]
 
 
 def train(graph: KnowledgeGraph, examples: list[Example], features: Features, config: TrainConfig, log=None,
-          progress: bool = False, more: list[Example] = (), split=None):
+          progress: bool = False, more: list[Example] = (), split=None, init: PathMindNet | None = None):
     """Returns (model, history) with the best validation epoch's weights (validation: a seeded
     fifth of ``examples``' questions, every level of each). ``more``: questions that only
     train (generated ones beside real records, say). Questions whose answers lie outside
     their subgraph (more than ``hops`` steps away) teach nothing and are left out.
-    ``split(validation, training, more)``: told the three counts before the first epoch."""
+    ``split(validation, training, more)``: told the three counts before the first epoch.
+    ``init``: a trained network of the same shape whose weights training starts from instead
+    of random ones (fine-tuning on real records a model trained on generated questions)."""
     keep_freed_memory()  # every step frees and allocates the same large arrays: keep their pages
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -309,9 +347,12 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
     if split is not None:
         split(len(val), len(fit), len(extra))
     fit = fit + extra
-    sizes = [int(features.subgraph(e.topics)[-1].sum()) for e in fit[:64]]
+    sizes = [int(masks[-1].sum()) for masks in features.subgraphs([e.topics for e in fit[:64]])]
     share = float(np.median([len(e.answers) / max(size, 2) for e, size in zip(fit, sizes)]))
-    model = new_model(graph, features, len(usable[0].query), config, min(max(share, 1e-7), 0.5)).to(features.device)
+    model = new_model(graph, features, len(usable[0].query), config, min(max(share, 1e-7), 0.5))
+    if init is not None:
+        start_from(model, init)
+    model = model.to(features.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     best, best_state, stale, history = -1.0, None, 0, []
     for epoch in range(1, config.epochs + 1):
@@ -354,7 +395,8 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
 
 
 def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGraph, out: str | Path,
-                    history: list[dict] | None = None) -> None:
+                    history: list[dict] | None = None, started_from: str = "") -> None:
+    """``started_from``: the model whose weights training started from (``--init``), if any."""
     from safetensors.torch import save_file
 
     from adapath.fsutil import atomic_dir
@@ -363,7 +405,8 @@ def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGra
         save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
         (tmp / "config.json").write_text(json.dumps({
             "format": FORMAT, "version": FORMAT_VERSION, "model": model.config, "train": asdict(config),
-            "graph_checksum": graph.checksum(), "history": history or []}, indent=2))
+            "graph_checksum": graph.checksum(), "history": history or [],
+            **({"started_from": started_from} if started_from else {})}, indent=2))
 
 
 def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
