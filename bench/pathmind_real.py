@@ -68,26 +68,36 @@ def model_settings(name: str) -> dict:
     return out
 
 
-def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0) -> Path:
+def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
     key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
+    if init is not None:  # fine-tuned from another model: named after it
+        more += f"-from-{init.name}"
     return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}{more}"
 
 
 def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int,
-                  generated: list[dict] = (), subset: int = 0) -> tuple[Path, dict]:
+                  generated: list[dict] = (), subset: int = 0, init: Path | None = None) -> tuple[Path, dict]:
     """The trained priority (kept in ``work``), and its training record (epochs, s/epoch).
     ``generated``: records that only train, beside the real ones (which alone validate);
-    ``subset``: ``records`` is that many of the bank half (named in the folder)."""
-    from adapath.methods.pathmind.train import Features, make_examples, save_checkpoint, train
+    ``subset``: ``records`` is that many of the bank half (named in the folder); ``init``: a
+    trained model to start from (the folder is named after it)."""
+    from adapath.methods.pathmind.train import (
+        Features,
+        load_checkpoint,
+        make_examples,
+        save_checkpoint,
+        train,
+    )
     from adapath.retrieval.dense import NodeEmbeddings
 
-    out = model_dir(work, split, config, len(generated), subset)
+    out = model_dir(work, split, config, len(generated), subset, init)
     if (out / "config.json").is_file():
         meta = json.loads((out / "config.json").read_text())
         return out, {"history": meta["history"]}
     say(f"training PathMind ({config.cost} cost, {config.entity} entities, {config.loss} loss) on {len(records)} "
-        f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else ""))
+        f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else "")
+        + (f", starting from {init.name}" if init is not None else ""))
     examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
     more = [e for level in LEVELS for e in make_examples(graph, list(generated), encoder, level)]
     nodes = NodeEmbeddings(graph, encoder, work / "kg")
@@ -96,9 +106,10 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     model, history = train(graph, examples, features, config, log=lambda h: say(
         f"  epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
         f"{h['seconds']:.0f} s"), progress=True, more=more, split=lambda v, f, m: say(
-        f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"))
+        f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"),
+        init=load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
-    save_checkpoint(model, config, graph, out, history)
+    save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     return out, {"history": history}
 
 
@@ -324,6 +335,22 @@ def run(args) -> dict:
                                          "val_hits1": [h["val_hits1"] for h in history],
                                          "shared_pairs_with_test": 0})
             save()
+            if count and args.curve_then_real:  # the same model fine-tuned on the real records alone
+                config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder,
+                                     patience=args.patience, **model_settings(curve_name))
+                tuned, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads,
+                                              (), subset, init=path)
+                label = f"curve {curve_name} +{count} then real"
+                results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{tuned.name}", "pathmind",
+                                          graph, tuned, None, args.encoder, encoder, test, levels, {})
+                report(label, results)
+                history = record["history"]
+                out["curve"]["rows"].append({"generated": count, "then_real": True, "name": label,
+                                             "epochs": len(history),
+                                             "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
+                                             "val_hits1": [h["val_hits1"] for h in history],
+                                             "shared_pairs_with_test": 0})
+                save()
     for name in [v for v in args.adapath.split(",") if v]:
         wanted = {str(r["data_id"]) for r in test}
         answered[f"adapath {name}"] = [r for r in answer_variant(work, args.split, name, graph, bank, args.encoder,
@@ -428,7 +455,8 @@ def print_tables(out: dict) -> None:
         print("| generated | s/epoch | epochs | " + " | ".join(f"{lv[:3]} {h}" for lv, h in cells) + " | all |")
         print("|---:|---:|---:|" + "---:|" * (len(cells) + 1))
         for row in curve["rows"]:
-            print(f"| {row['generated']:,} | {row['seconds_per_epoch']:.0f} | {row['epochs']} | "
+            then = ", then real" if row.get("then_real") else ""
+            print(f"| {row['generated']:,}{then} | {row['seconds_per_epoch']:.0f} | {row['epochs']} | "
                   + " | ".join(hits_cell(methods, row["name"], lv, h) for lv, h in cells)
                   + f" | {overall(methods, row['name'])} |")
     for key, value in out.get("agreement", {}).items():
