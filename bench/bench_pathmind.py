@@ -178,8 +178,9 @@ def main() -> None:
                       "training records, e.g. 0,2000,10000 (empty: no curve).")
     real.add_argument("--curve-epochs", type=int, default=0, help="Most epochs of the curve's models with generated "
                       "questions (an epoch holds several times the real one; 0: --quality-epochs).")
-    real.add_argument("--curve-then-real", action="store_true", help="Each curve model with generated questions "
-                      "also fine-tuned on the real records alone (--quality-epochs, early stopping), a row of its own.")
+    real.add_argument("--curve-then-real", action="store_true", help="Each curve model also fine-tuned on the real "
+                      "records alone (--quality-epochs, early stopping), a row of its own; the real-only model's "
+                      "is the control (as many more epochs, no generated questions).")
     real.add_argument("--curve-model", default="", help="The training option of the learning curve (default: the "
                       "first of --models).")
     real.add_argument("--batch", type=int, default=4, help="Questions per training step.")

@@ -335,7 +335,9 @@ def run(args) -> dict:
                                          "val_hits1": [h["val_hits1"] for h in history],
                                          "shared_pairs_with_test": 0})
             save()
-            if count and args.curve_then_real:  # the same model fine-tuned on the real records alone
+            # the same model fine-tuned on the real records alone; for the real-only model, trained further
+            # the same way (the control: as many more epochs on the real records, without generated ones)
+            if args.curve_then_real:
                 config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder,
                                      patience=args.patience, **model_settings(curve_name))
                 tuned, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads,
