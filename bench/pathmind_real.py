@@ -84,6 +84,7 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     trained model to start from (the folder is named after it)."""
     from adapath.methods.pathmind.train import (
         Features,
+        epoch_line,
         load_checkpoint,
         make_examples,
         save_checkpoint,
@@ -103,9 +104,8 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     nodes = NodeEmbeddings(graph, encoder, work / "kg")
     features = Features(graph, nodes, config.hops)
     clock = time.perf_counter()
-    model, history = train(graph, examples, features, config, log=lambda h: say(
-        f"  epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
-        f"{h['seconds']:.0f} s"), progress=True, more=more, split=lambda v, f, m: say(
+    model, history = train(graph, examples, features, config, log=lambda h: say(f"  {epoch_line(h)}"),
+                           progress=True, more=more, split=lambda v, f, m: say(
         f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"),
         init=load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")

@@ -21,6 +21,7 @@ from adapath.methods.pathmind.model import PathMindNet, bounded_exp
 from adapath.methods.pathmind.propagate import Places, RelationalGraph, relational_gather
 from adapath.methods.pathmind.train import (
     Features,
+    epoch_line,
     hits_at_many,
     load_checkpoint,
     make_examples,
@@ -603,6 +604,22 @@ def test_training_from_init_starts_at_its_weights():
             assert torch.equal(fresh.state_dict()[name], tensor), name
     with pytest.raises(InputError, match=r"^--init: a model of other settings \(hidden 8, here 16\)$"):
         train(graph, examples, features, TrainConfig(epochs=1, hidden=16, hops=2, batch=3), init=first)
+
+
+def test_fine_tuning_keeps_the_starting_weights_unless_an_epoch_beats_them(world, trained):
+    """The init weights are validated first (epoch 0 of the log, not of the history); an
+    epoch at a learning rate that wrecks the network scores lower, so the start is returned."""
+    graph, _, _, examples, features = world
+    model = trained[5]
+    logs = []
+    config = TrainConfig(epochs=1, hidden=16, patience=1, seed=0, batch=4, lr=5.0, **LEARNS_HERE)
+    tuned, history = train(graph, examples[:120], features, config, init=model, log=logs.append)
+    assert [h["epoch"] for h in logs] == [0, 1] and [h["epoch"] for h in history] == [1]
+    assert logs[0]["val_hits1"] > logs[1]["val_hits1"]  # the wrecking epoch did worse
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tuned.state_dict()[name], tensor), name
+    assert epoch_line(logs[0]) == f"start (--init): val Hits@1 {logs[0]['val_hits1']:.3f}, " \
+        f"Hits@3 {logs[0]['val_hits3']:.3f}"
 
 
 @pytest.fixture(scope="module")

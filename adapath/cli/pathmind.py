@@ -94,6 +94,7 @@ def pathmind_train(
     from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.pathmind.train import (
         Features,
+        epoch_line,
         make_examples,
         save_checkpoint,
         train,
@@ -123,9 +124,8 @@ def pathmind_train(
             f"{parse_spec(files[0][0]).name}")
 
     model, history = train(graph, examples[0], features, config, progress=True, more=[e for p in examples[1:] for e in p],
-                           split=split, init=start if init is not None else None, log=lambda h: say(
-        f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
-        f"{h['seconds']:.1f} s"))
+                           split=split, init=start if init is not None else None,
+                           log=lambda h: say(epoch_line(h)))
     save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     say(f"wrote {out}")
 

@@ -335,7 +335,9 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
     their subgraph (more than ``hops`` steps away) teach nothing and are left out.
     ``split(validation, training, more)``: told the three counts before the first epoch.
     ``init``: a trained network of the same shape whose weights training starts from instead
-    of random ones (fine-tuning on real records a model trained on generated questions)."""
+    of random ones (fine-tuning on real records a model trained on generated questions); they
+    are validated first (``log`` gets them as epoch 0, outside the history) and kept unless an
+    epoch scores higher."""
     keep_freed_memory()  # every step frees and allocates the same large arrays: keep their pages
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -355,6 +357,12 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
     model = model.to(features.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     best, best_state, stale, history = -1.0, None, 0, []
+    if init is not None:  # the starting weights compete too: fine-tuning keeps them unless an epoch does better
+        hits1, hits3 = hits_at_many(model, features, val, (1, 3), progress=progress, label="validation 0")
+        best = hits1 if config.select == "hits1" else hits3
+        best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if log:
+            log({"epoch": 0, "loss": float("nan"), "val_hits1": hits1, "val_hits3": hits3, "seconds": 0.0})
     for epoch in range(1, config.epochs + 1):
         model.train()
         clock = time.perf_counter()
@@ -392,6 +400,14 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
     model.load_state_dict(best_state)
     model.eval()
     return model, history
+
+
+def epoch_line(h: dict) -> str:
+    """One line of the training log for a ``train`` log entry (epoch 0: the ``init`` weights)."""
+    if h["epoch"] == 0:
+        return f"start (--init): val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}"
+    return (f"epoch {h['epoch']}: loss {h['loss']:.4f}, val Hits@1 {h['val_hits1']:.3f}, Hits@3 {h['val_hits3']:.3f}, "
+            f"{h['seconds']:.1f} s")
 
 
 def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGraph, out: str | Path,
