@@ -318,14 +318,15 @@ def run(args) -> dict:
     if args.generated:
         curve_name = args.curve_model or names[0]
         out["curve"] = {"model": curve_name, "rows": []}
-        for count in [int(c) for c in args.generated.split(",")]:
-            epochs = args.curve_epochs if count and args.curve_epochs else args.epochs
+
+        def curve_row(count: int, epochs: int, more: list[dict], init: Path | None = None) -> Path:
+            """Trains (or reads back) one model of the curve, answers the test questions with
+            it and adds its row; ``init``: the model it is fine-tuned from."""
             config = TrainConfig(epochs=epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
                                  **model_settings(curve_name))
-            more = generated_records(work, graph, whole_half, count) if count else []
             path, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads, more,
-                                         subset)
-            label = f"curve {curve_name} +{count}"
+                                         subset, init=init)
+            label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
             results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{path.name}", "pathmind", graph,
                                       path, None, args.encoder, encoder, test, levels, {})
             report(label, results)
@@ -333,26 +334,17 @@ def run(args) -> dict:
             out["curve"]["rows"].append({"generated": count, "name": label, "epochs": len(history),
                                          "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
                                          "val_hits1": [h["val_hits1"] for h in history],
-                                         "shared_pairs_with_test": 0})
+                                         "shared_pairs_with_test": 0, **({"then_real": True} if init else {})})
             save()
+            return path
+
+        for count in [int(c) for c in args.generated.split(",")]:
+            more = generated_records(work, graph, whole_half, count) if count else []
+            path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
             # the same model fine-tuned on the real records alone; for the real-only model, trained further
             # the same way (the control: as many more epochs on the real records, without generated ones)
             if args.curve_then_real:
-                config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder,
-                                     patience=args.patience, **model_settings(curve_name))
-                tuned, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads,
-                                              (), subset, init=path)
-                label = f"curve {curve_name} +{count} then real"
-                results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{tuned.name}", "pathmind",
-                                          graph, tuned, None, args.encoder, encoder, test, levels, {})
-                report(label, results)
-                history = record["history"]
-                out["curve"]["rows"].append({"generated": count, "then_real": True, "name": label,
-                                             "epochs": len(history),
-                                             "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-                                             "val_hits1": [h["val_hits1"] for h in history],
-                                             "shared_pairs_with_test": 0})
-                save()
+                curve_row(count, args.epochs, [], init=path)
     for name in [v for v in args.adapath.split(",") if v]:
         wanted = {str(r["data_id"]) for r in test}
         answered[f"adapath {name}"] = [r for r in answer_variant(work, args.split, name, graph, bank, args.encoder,

@@ -83,10 +83,6 @@ def pathmind_train(
 
     device = check_device(device)
     use_cache_dir(cache_dir)
-    if init is not None:
-        from adapath.methods.pathmind.train import load_checkpoint
-
-        start, _ = load_checkpoint(init)
     import numba
     import torch
 
@@ -95,6 +91,7 @@ def pathmind_train(
     from adapath.methods.pathmind.train import (
         Features,
         epoch_line,
+        load_checkpoint,
         make_examples,
         save_checkpoint,
         train,
@@ -104,6 +101,7 @@ def pathmind_train(
 
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    start = load_checkpoint(init)[0] if init is not None else None  # a bad --init fails before the graph loads
     graph = KnowledgeGraph.load(kg)
     encoder_model = make_encoder(encoder)
     levels = LEVELS if level == "all" else (level,)
@@ -124,7 +122,7 @@ def pathmind_train(
             f"{parse_spec(files[0][0]).name}")
 
     model, history = train(graph, examples[0], features, config, progress=True, more=[e for p in examples[1:] for e in p],
-                           split=split, init=start if init is not None else None,
+                           split=split, init=start,
                            log=lambda h: say(epoch_line(h)))
     save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     say(f"wrote {out}")

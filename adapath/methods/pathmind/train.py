@@ -309,21 +309,19 @@ def within_reach(features: Features, examples: list[Example]) -> list[Example]:
     """The questions with an answer inside their query subgraph (the others teach nothing).
     Each distinct topic set's subgraph is found once (a question's wordings share it), 63
     side by side."""
-    slot: dict[tuple, int] = {}
-    groups: dict[int, list[int]] = {}  # a group of 63 topic sets -> its examples
+    slot: dict[tuple, int] = {}  # a distinct topic set -> its place among them
+    groups: dict[int, list[tuple[int, int]]] = {}  # a group of 63 topic sets -> (example, its set's place)
     for i, e in enumerate(examples):
         if e.answers:
             at = slot.setdefault(tuple(sorted(set(e.topics))), len(slot))
-            groups.setdefault(at // MAX_QUESTIONS, []).append(i)
+            groups.setdefault(at // MAX_QUESTIONS, []).append((i, at))
     unique = list(slot)
     found = np.zeros(len(examples), dtype=np.bool_)
     for group, members in groups.items():
         lo = group * MAX_QUESTIONS
         last = features.relational.reach_bits([list(k) for k in unique[lo:lo + MAX_QUESTIONS]], features.hops)[-1]
-        for i in members:
-            e = examples[i]
-            bit = slot[tuple(sorted(set(e.topics)))] - lo
-            found[i] = bool(((last[e.answers] >> bit) & 1).any())
+        for i, at in members:
+            found[i] = bool(((last[examples[i].answers] >> (at - lo)) & 1).any())
     return [e for e, ok in zip(examples, found) if ok]
 
 
