@@ -49,7 +49,7 @@ import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # ../shared beside the checkout (a worktree under wt/ looks one folder further up)
 DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
@@ -431,7 +431,7 @@ def print_tables(reports: dict, extras: dict, fails: dict) -> None:
                   f"{PAPER[level][hop]} | " + " | ".join(str(cell.get(k, 0)) for k in kinds) + " |")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS)
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
@@ -458,7 +458,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="test records, evenly spaced (0 = all)")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--json", type=Path, default=None, help="also write every table's numbers here")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     if not args.records.is_file():
         parser.error(f"{args.records}: no such file (pass --records)")
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]

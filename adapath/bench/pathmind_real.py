@@ -231,8 +231,7 @@ def agreement(a: list, b: list) -> float:
 def run(args) -> dict:
     import torch
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_real_records import (
+    from adapath.bench.real_records import (
         DEFAULT_RECORDS,
         answer_pathmind,
         answer_variant,
@@ -356,7 +355,7 @@ def run(args) -> dict:
                 out["agreement"][f"{name} vs adapath walk"] = agreement(answered[name], answered["adapath walk"])
         save()
     if args.reasoner:
-        import pathmind_reasoner
+        from adapath.bench import pathmind_reasoner
 
         out["reasoner"] = pathmind_reasoner.run(args, work, graph, bank_records, test, default, encoder)
         save()
@@ -456,6 +455,6 @@ def print_tables(out: dict) -> None:
     for key, value in out.get("agreement", {}).items():
         print(f"\nAgreement, {key}: {value}% of questions answered alike")
     if out.get("reasoner"):
-        import pathmind_reasoner
+        from adapath.bench import pathmind_reasoner
 
         pathmind_reasoner.print_table(out["reasoner"])

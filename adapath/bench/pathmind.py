@@ -141,7 +141,7 @@ def print_quality_table(rows, args) -> None:
     print("paper: 1 call, 216 input tokens per query")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
     parser.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
@@ -158,7 +158,7 @@ def main() -> None:
     real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
     real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
-    real.add_argument("--work", type=Path, default=Path(__file__).parent / "out" / "real-records",
+    real.add_argument("--work", type=Path, default=Path(__file__).resolve().parents[2] / "bench" / "out" / "real-records",
                       help="Graph, bank, embeddings, models and reports, shared with bench_real_records.py.")
     real.add_argument("--graph", choices=("planted", "base", "base+competitors", "base+diseases",
                                           "base+diseases+competitors"), default="base+diseases+competitors",
@@ -202,10 +202,14 @@ def main() -> None:
     real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
     real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
                       "steps (-1: the epochs).")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     args.encoder = args.encoder or ("minilm" if args.real else "hashing")
     if args.real:
-        import pathmind_real
+        from adapath.bench import pathmind_real
 
         args.json = Path(args.json) if args.json else None
         args.epochs = args.quality_epochs

@@ -134,7 +134,7 @@ def answer_row(work: Path, split: str, name: str, graph, model_dir: Path, args, 
                levels: list[str], params: dict, llm, tag: str, timings: Path) -> tuple[list, float | None]:
     """A row's answers (resumed from ``work/answers``) and its wall seconds per question
     answered (kept in ``timings``: the measure of the run that answered them)."""
-    from bench_real_records import answer_pathmind
+    from adapath.bench.real_records import answer_pathmind
 
     out = work / "answers" / split / f"{name}.jsonl"
     before = sum(1 for _ in out.open()) if out.is_file() else 0
@@ -192,7 +192,7 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 
 def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], model_dir: Path, encoder) -> dict:
     import torch
-    from bench_real_records import evenly_spaced
+    from adapath.bench.real_records import evenly_spaced
 
     from adapath.datasets.biostrat import records_query_set
     from adapath.llm import make_backend
