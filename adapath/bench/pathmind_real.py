@@ -242,7 +242,6 @@ def run(args) -> dict:
         prepare_graph,
         split_records,
     )
-
     from adapath.datasets.biostrat import load_records, records_query_set
     from adapath.eval.report import write_report
     from adapath.methods.pathmind.config import TrainConfig

@@ -192,8 +192,8 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 
 def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], model_dir: Path, encoder) -> dict:
     import torch
-    from adapath.bench.real_records import evenly_spaced
 
+    from adapath.bench.real_records import evenly_spaced
     from adapath.datasets.biostrat import records_query_set
     from adapath.llm import make_backend
     from adapath.methods.base import MethodContext

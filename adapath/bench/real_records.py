@@ -462,7 +462,8 @@ def arguments() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = arguments().parse_args(argv)
+    parser = arguments()
+    args = parser.parse_args(argv)
     if not args.records.is_file():
         parser.error(f"{args.records}: no such file (pass --records)")
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
