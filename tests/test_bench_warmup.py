@@ -2,10 +2,11 @@
 first clocked region around the kernels' work comes after an untimed call of that work (a
 warm-up on a small batch), and the bench's docstring says so. Read from the source (the
 benches take minutes to run): ``clock = time.perf_counter()`` ... ``time.perf_counter() -
-clock`` is a clocked region. A bench script (``bench_*.py``, ``check_*.py``) that times Numba
+clock`` is a clocked region. A bench module (each ``adapath bench NAME``) that times Numba
 kernels and is not listed here fails the coverage test, so a new one is checked too; the
-PathMind work's own scripts (``pathmind_*.py`` and its smoke runs) keep their warm-ups
-themselves (bench_pathmind.py, listed below, is checked by its own commit)."""
+PathMind work's own (``pathmind``, its real-records and reasoner parts, the reasoner smoke run)
+keep their warm-ups themselves. A comparison timed through ``adapath.bench.timing.alternate``
+is warmed by that helper (tests/test_bench.py)."""
 
 from __future__ import annotations
 
@@ -14,29 +15,30 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[1] / "adapath" / "bench"
 
 # (file, timing function): (calls whose time is measured, calls that warm them up untimed)
 TIMED = {
-    ("bench_answer.py", "main"): ({"retrieve", "realizable", "answer"}, {"answer"}),
-    ("bench_answer.py", "timed_answers"): ({"answer_all"}, {"answer"}),
-    ("bench_answer.py", "main_real"): ({"answer_all"}, {"answer", "timed_answers"}),
-    ("bench_bank.py", "ours"): ({"build_bank"}, {"build_bank"}),
-    ("bench_methods.py", "run_method"): ({"answer_all"}, {"answer"}),
-    ("bench_paths_recall.py", "main"): ({"build_bank"}, {"build_bank"}),
-    ("bench_metapath_coverage.py", "main"): ({"build_bank"}, {"build_bank"}),
-    ("bench_real_records.py", "prepare_bank"): ({"build_bank"}, {"build_bank"}),
-    ("bench_real_records.py", "answer_into"): ({"run_queries"}, {"answer"}),
-    ("check_gpu.py", "part_ppr"): ({"personalized"}, {"personalized"}),
-    ("check_gpu.py", "part_bank"): ({"build_bank"}, {"build_bank"}),
+    ("answer.py", "main"): ({"retrieve", "realizable", "answer"}, {"answer"}),
+    ("answer.py", "timed_answers"): ({"answer_all"}, {"answer"}),
+    ("answer.py", "main_real"): ({"answer_all"}, {"answer", "timed_answers"}),
+    ("bank.py", "ours"): ({"build_bank"}, {"build_bank"}),
+    ("methods.py", "run_method"): ({"answer_all"}, {"answer"}),
+    ("paths_recall.py", "main"): ({"build_bank"}, {"build_bank"}),
+    ("metapath_coverage.py", "main"): ({"build_bank"}, {"build_bank"}),
+    ("real_records.py", "prepare_bank"): ({"build_bank"}, {"build_bank"}),
+    ("real_records.py", "answer_into"): ({"run_queries"}, {"answer"}),
+    ("gpu.py", "part_ppr"): ({"personalized"}, {"personalized"}),
+    ("gpu.py", "part_bank"): ({"build_bank"}, {"build_bank"}),
 }
 # Benches that time no Numba kernel, or whose timing is checked elsewhere.
 NOT_TIMING_KERNELS = {
-    "bench_kg.py": "times graph generation and kg.csv import in child processes: no Numba kernel",
-    "bench_encoder.py": "times sentence encoders (torch, OpenVINO), after its own warm-up call",
-    "bench_view.py": "times page writing and the browser",
-    "bench_pathmind.py": "PathMind's bench: its untimed epoch compiles the kernels (0d136e0)",
-    "bench_pathmind_speed.py": "its clock wraps callables (timed()); child() runs a training step, a validation "
+    "kg.py": "times graph generation and kg.csv import in child processes: no Numba kernel",
+    "encoder.py": "times sentence encoders (torch, OpenVINO), after its own warm-up call",
+    "view.py": "times page writing and the browser",
+    "reasoner.py": "times LoRA SFT steps (transformers, torch): no Numba kernel",
+    "pathmind.py": "PathMind's bench: its untimed epoch compiles the kernels (0d136e0)",
+    "pathmind_speed.py": "its clock wraps callables (timed()); child() runs a training step, a validation "
                                "and an answering batch untimed before the first",
 }
 KERNEL_MODULES = ("adapath.bank", "adapath.methods", "adapath.engine", "adapath.kernels")
@@ -103,7 +105,9 @@ def test_the_checker_finds_a_missing_warm_up():
 def test_every_bench_timing_kernels_is_checked_and_says_so():
     """Each bench that imports our kernel-running modules and reads a clock is listed above
     (or named as timing no kernel), and its docstring states the untimed warm-up."""
-    for path in sorted([*BENCH.glob("bench_*.py"), *BENCH.glob("check_*.py")]):
+    from adapath.bench import BENCHES
+
+    for path in sorted(BENCH / (module.rsplit(".", 1)[1] + ".py") for module, _ in BENCHES.values()):
         text = path.read_text()
         if "perf_counter" not in text or not any(m in text for m in KERNEL_MODULES):
             continue

@@ -1,6 +1,6 @@
 """The rooms of ``adapath`` import one way, top to bottom:
 
-    cli -> view, eval -> methods -> datasets -> contract -> bank, sources -> executors
+    cli -> bench -> view, eval -> methods -> datasets -> contract -> bank, sources -> executors
         -> engine -> retrieval, llm -> kernels
 
 Rooms on one floor may import each other. The small modules at the package's top (errors,
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "adapath"
-FLOORS = (("cli",), ("view", "eval"), ("methods",), ("datasets",), ("contract",), ("bank", "sources"),
+FLOORS = (("cli",), ("bench",), ("view", "eval"), ("methods",), ("datasets",), ("contract",), ("bank", "sources"),
           ("executors",), ("engine",), ("retrieval", "llm"), ("kernels",))
 FLOOR_OF = {room: i for i, rooms in enumerate(FLOORS) for room in rooms}
 GROUND = {"adapath", "errors", "progress", "fsutil", "jsonl", "quiet", "typed", "config", "data", "memory"}

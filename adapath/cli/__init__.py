@@ -10,6 +10,7 @@ import sys
 
 from adapath.cli.answer import answer_cmd, methods_cmd
 from adapath.cli.bank import bank_app
+from adapath.cli.bench import bench_app, collect_env_cmd
 from adapath.cli.common import Commands, say
 from adapath.cli.dataset import dataset_app
 from adapath.cli.evaluate import eval_app
@@ -32,6 +33,8 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
 app.command("view")(view_cmd)
 app.add_typer(llm_app, name="llm")
+app.add_typer(bench_app, name="bench")
+app.command("collect-env")(collect_env_cmd)
 
 
 INTERRUPTED = "interrupted; nothing half-written was kept (rerun the command to start again)"

@@ -63,7 +63,7 @@ class SentenceEncoder:
 
     ``device`` is explicit (``cpu``, ``cuda`` or ``cuda:N``). ``backend="openvino"`` runs the
     transformer through OpenVINO on the CPU (converted in memory at load, then checked against
-    torch on sample texts; ``bench/bench_encoder.py`` measures it), in float32 on every CPU, so
+    torch on sample texts; ``adapath bench encoder`` measures it), in float32 on every CPU, so
     its vectors equal torch's to 1e-5 (about 2e-7 measured). Tokenization, pooling and normalization stay
     sentence-transformers' own either way.
     """

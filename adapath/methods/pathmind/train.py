@@ -84,7 +84,7 @@ class Features:
         CPU (``numba``, the default, or ``torch``). ``per_question`` (on by default): the
         passes skip each question's sources its walks have not reached; off, a batch's
         passes cover the union of its questions' reaches for every question (the same sums:
-        ``bench/bench_pathmind_speed.py`` times both)."""
+        ``adapath bench pathmind-speed`` times both)."""
         self.graph, self.hops, self.device = graph, hops, torch.device(device)
         self.per_question = True
         self.relational = RelationalGraph(graph, backend or ("numba" if self.device.type == "cpu" else "torch"))

@@ -20,8 +20,11 @@ on an instance of its own, which compiles the Numba kernels it runs (or loads th
 disk cache), so a method's s/q does not carry the compilation when the cache is cold; the
 SmolLM2 table follows in the same process, its kernels compiled by then.
 
-    python bench/bench_methods.py [--scale 0.05] [--train 100] [--test 30] [--real-test 3]
-                                  [--methods io,cot,...] [--no-real] [--json FILE]
+    adapath bench methods [--scale 0.05] [--train 100] [--test 30] [--real-test 3]
+                          [--methods io,cot,...] [--no-real]
+
+The graph, the questions and the bank come from the bench cache: ``bench answer`` at the same
+scale and training questions reads the same bank.
 """
 
 from __future__ import annotations
@@ -151,14 +154,9 @@ def follow_format(graph):
 
 def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[str, object]:
     """The bank and the PathMind model, or why one could not be built."""
-    from adapath.bank.build import BankConfig, build_bank
-    from adapath.datasets.biostrat import training_queries
+    from adapath.bench.inputs import inputs
 
-    needs: dict[str, object] = {}
-    bank = work / "bank"
-    if not (bank / "paths.parquet").exists():
-        build_bank(graph, training_queries(train), bank, BankConfig(), graph_dir=kg)
-    needs["bank"] = bank
+    needs: dict[str, object] = {"bank": inputs().bank(graph, kg, train)}
     try:
         import torch
 
@@ -287,7 +285,7 @@ def run_table(title: str, names: list[str], run) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
     parser.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
@@ -300,25 +298,23 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16, help="queries per batch")
     parser.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
     parser.add_argument("--no-real", action="store_true", help="scripted backend only")
-    parser.add_argument("--workdir", type=Path, default=None, help="reuse graph, bank and model from here")
+    parser.add_argument("--workdir", type=Path, default=None, help="reuse the PathMind model from here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
-    args = parser.parse_args()
+    return parser
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
+
+    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import query_from_record, records_query_set
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.graph import KnowledgeGraph
     from adapath.llm import make_backend
     from adapath.methods.registry import all_methods
-    from adapath.sources.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_methods_"))
-    kg = work / "kg"
-    if not kg.exists():
-        generate(scale=args.scale, seed=0).save(kg)
-    graph = KnowledgeGraph.load(kg, mmap=False)
-    generator = QueryGenerator(graph)
-    train = generator.generate(args.train, seed=1)
-    test = generator.generate(max(args.test, args.real_test), seed=2, first_id=10**6)
+    graph, kg = inputs().graph(args.scale, 0)
+    train = inputs().questions(graph, args.train, seed=1)
+    test = inputs().questions(graph, max(args.test, args.real_test), seed=2, first_id=10**6)
     items = records_query_set(test).by_id()
     methods = all_methods()
     chosen = [m.strip() for m in args.methods.split(",") if m.strip()] or list(methods)
@@ -326,7 +322,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
     needs = build_needs(graph, kg, work, train, args)
-    print(f"bench_methods: scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+    print(f"bench methods: scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
           f"bank and PathMind from {args.train} training questions; level {args.level}; encoder {args.encoder}; "
           "CPU, shared machine")
 
@@ -356,6 +352,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -25,13 +25,13 @@ build of one batch (or the stage run once) with the same settings, which compile
 kernels or loads them from Numba's disk cache: no timed round carries the compilation, even
 with a cold cache.
 
-    python bench/bench_bank.py --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
-        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--threads 1,2] [--json FILE]
+    adapath bench bank --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
+        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--threads 1,2]
 
 ``--threads 1,2[,...]`` first times the per-pair stage alone (corridors, paths and rows: one
 compiled call per batch) on the same solved batches at each thread count, alternating the
 counts for ``--rounds`` rounds, and prints pairs/s, the ratio to one thread
-(``pair_stage_scaling`` in ``--json``) and the share of the stage's wall time spent outside
+(``pair_stage_scaling`` in the result) and the share of the stage's wall time spent outside
 the compiled call, holding the GIL. ``--pair-stage-only`` stops after that table.
 ``--gpu-batch auto`` sizes the GPU batch from the device's free memory.
 
@@ -42,7 +42,7 @@ kernel loading), and prints queries/s, the object-store put time of the graph an
 index, the overhead per task (driver-seen task time minus in-task time, one worker), the
 driver's commit time, and a projected queries/s against nodes from these numbers.
 
-    python bench/bench_bank.py --scale 1.0 --queries 256 --executor ray --workers 1,2
+    adapath bench bank --scale 1.0 --queries 256 --executor ray --workers 1,2
 """
 
 from __future__ import annotations
@@ -400,12 +400,12 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
     return {"pair_stage_scaling": {t: run["ratio"] for t, run in result["runs"].items()}, "pair_stage": result}
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--queries", type=int, default=256)
-    parser.add_argument("--reference-queries", type=int, default=12)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--scale", type=float, default=1.0, help="generated graph scale (1.0 = PrimeKG's size)")
+    parser.add_argument("--queries", type=int, default=256, help="generated training queries built by ours")
+    parser.add_argument("--reference-queries", type=int, default=12, help="of those, run by the reference")
+    parser.add_argument("--batch", type=int, default=32, help="queries per batch on the CPU")
     parser.add_argument("--gpu-batch", default="64",
                         help="queries per batch on the GPU (pipelined: the next batch is solved while "
                              "this one's corridors run); auto: from the device's free memory")
@@ -415,16 +415,17 @@ def main() -> None:
                         help="with --threads: only the per-pair stage's scaling table")
     parser.add_argument("--pipeline", action="store_true",
                         help="pipeline the CPU builds too (the GPU builds always are)")
-    parser.add_argument("--tol", type=float, default=1e-8)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tol", type=float, default=1e-8, help="PPR tolerance of the exact solve")
+    parser.add_argument("--seed", type=int, default=0, help="graph seed (the queries' is seed + 1)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
     parser.add_argument("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
     parser.add_argument("--certified-precision", choices=("float32", "float16"), default="float32",
                         help="certified solve: --dense-precision (the exact side stays float32)")
     parser.add_argument("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
     parser.add_argument("--curve-queries", type=int, default=64, help="queries per scale of the curve")
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=None, help="where the timed banks are built (default: a "
+                        "temporary folder; graphs and queries come from the bench cache)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="ray: queries/s of Ray workers next to the local executor (no reference)")
     parser.add_argument("--workers", default="1,2", help="with --executor ray: worker counts to run")
@@ -432,24 +433,24 @@ def main() -> None:
                         help="with --executor ray: node counts of the projected table")
     parser.add_argument("--cores-per-node", type=int, default=32,
                         help="with --executor ray: workers per node in the projected table")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     load_at_start = round(os.getloadavg()[0], 1)
 
     from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
+    from adapath.bench.inputs import inputs
+    from adapath.bench.timing import Line, Measured, alternate
     from adapath.datasets.biostrat import training_queries
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.graph import KnowledgeGraph
     from adapath.retrieval.bm25 import GraphText
-    from adapath.sources.synthetic import generate
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_bank_"))
     work.mkdir(parents=True, exist_ok=True)
-    kg_dir = work / f"kg-{args.scale}-{args.seed}"
-    if not kg_dir.exists():
-        generate(scale=args.scale, seed=args.seed).save(kg_dir)
-    graph = KnowledgeGraph.load(kg_dir, mmap=False)
-    queries = training_queries(QueryGenerator(graph).generate(args.queries, seed=args.seed + 1))
+    graph, kg_dir = inputs().graph(args.scale, args.seed)
+    queries = training_queries(inputs().questions(graph, args.queries, args.seed + 1))
     single = [q for q in queries if len(q.topic_ids) == 1]
     config = BankConfig(batch=args.batch, tol=args.tol)
     if args.executor == "ray":
@@ -471,26 +472,36 @@ def main() -> None:
     certified = dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
                                     dense_precision=args.certified_precision)
     solves = {"exact": config, "certified": certified}
-    rounds = []  # per round: {side: (total seconds, stage seconds)}, reference stage seconds
     peak = {}  # per side, the largest over rounds of its own peak window
     per_side = reset_peak_rss()
     growth = {}  # per side, the largest over rounds of its peak above the RSS it started at
-    for _ in range(max(1, args.rounds)):
-        got = {}
-        for name, cfg in solves.items():
+
+    def side(name, measure):
+        """One round of a side, with its peak memory; ours clock their own build (after an
+        untimed build of one batch), the reference its stages."""
+        def run():
             reset_peak_rss()
             start = rss_mib()
-            _, setup, total, seconds = ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)
-            got[name] = (total, seconds)
+            seconds, value = measure()
             peak[name] = max(peak.get(name, 0.0), peak_rss_mib())
             growth[name] = max(growth.get(name, 0.0), peak_rss_mib() - start)
             gc.collect()  # the runner and its PPR work arrays go before the next side starts
-        reset_peak_rss()
-        start = rss_mib()
-        ref_seconds, ref_rhos = reference_pipeline(graph, reference_queries, config, k_top)
-        peak["reference"] = max(peak.get("reference", 0.0), peak_rss_mib())
-        growth["reference"] = max(growth.get("reference", 0.0), peak_rss_mib() - start)
-        rounds.append((got, ref_seconds))
+            return Measured(seconds, value)
+        return run
+
+    def build(name, cfg):
+        _, _, total, seconds = ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)
+        return total, seconds
+
+    def reference():
+        seconds, rhos = reference_pipeline(graph, reference_queries, config, k_top)
+        return sum(seconds.values()), (seconds, rhos)
+
+    sides = {name: side(name, lambda n=name, c=cfg: build(n, c)) for name, cfg in solves.items()}
+    sides["reference"] = side("reference", reference)
+    # ours warm up inside each round (an untimed build of one batch); igraph has no kernel to compile
+    rounds = alternate(sides, args.rounds, warm=dict.fromkeys(sides), line=Line("bank"))
+    ref_rhos = rounds.values["reference"][-1][1]
     runner = BatchRunner(graph, GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b), config)
     exact_rhos = our_rhos(runner, reference_queries)
     cert_runner = BatchRunner(graph, runner.text, certified)
@@ -504,11 +515,11 @@ def main() -> None:
                    for name, rhos in (("exact", exact_rhos), ("certified", cert_rhos))}
     agreement = path_agreement(work / "exact", work / "certified")
 
-    best = {name: min((r[0][name] for r in rounds), key=lambda v: v[0]) for name in solves}
-    ref_seconds = min((r[1] for r in rounds), key=lambda v: sum(v.values()))
+    best = {name: (rounds.best(name), rounds.best_value(name)) for name in solves}
+    ref_seconds = rounds.best_value("reference")[0]
     ref_qps = n_ref / sum(ref_seconds.values())
     qps = {name: n_ours / best[name][0] for name in solves}
-    round_ratios = {name: [(n_ours / r[0][name][0]) * sum(r[1].values()) / n_ref for r in rounds] for name in solves}
+    round_ratios = {name: [r * n_ours / n_ref for r in rounds.round_ratios("reference", name)] for name in solves}
     print(f"bench_bank: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; ours on "
           f"{n_ours} queries (batch {args.batch}{', pipelined' if args.pipeline else ''}), reference on {n_ref}; "
           f"certify slack {args.slack}, certified dense precision {args.certified_precision}; "
@@ -598,10 +609,8 @@ def main() -> None:
 def scale_curve(args, work):
     """ms/query of the exact and the certified build at each scale (no reference)."""
     from adapath.bank.build import BankConfig
+    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import training_queries
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.sources.synthetic import generate
 
     rows = {}
     print(f"scale curve: {args.curve_queries} generated queries per scale, batch {args.batch}, "
@@ -609,11 +618,8 @@ def scale_curve(args, work):
     print(f"{'scale':>6}{'nodes':>10}{'half-edges':>13}{'exact ms/q':>12}{'certified ms/q':>16}"
           f"{'ppr exact':>11}{'ppr cert.':>11}{'Jaccard':>9}{'paths same':>12}")
     for scale in [float(v) for v in args.curve.split(",")]:
-        kg_dir = work / f"kg-{scale}-{args.seed}"
-        if not kg_dir.exists():
-            generate(scale=scale, seed=args.seed).save(kg_dir)
-        graph = KnowledgeGraph.load(kg_dir, mmap=False)
-        queries = [q for q in training_queries(QueryGenerator(graph).generate(args.curve_queries, seed=args.seed + 1))
+        graph, kg_dir = inputs().graph(scale, args.seed)
+        queries = [q for q in training_queries(inputs().questions(graph, args.curve_queries, args.seed + 1))
                    if len(q.topic_ids) == 1]
         config = BankConfig(batch=args.batch, tol=args.tol)
         got, runners = {}, {}
@@ -636,6 +642,3 @@ def scale_curve(args, work):
         del graph
     return rows
 
-
-if __name__ == "__main__":
-    main()

@@ -6,8 +6,8 @@ open it in headless Chromium several times and time, inside the page: reading th
 (response end), DOMContentLoaded, parsing the embedded JSON, the list's first render (page
 ready), drawing one question's detail, applying a filter and a text search.
 
-    python bench/bench_view.py [--sizes 300,1000,3000] [--rounds 3] [--scale 0.05]
-    python bench/bench_view.py --page demo/report/view.html --screenshot docs/view.png [--select ID|LEVEL]
+    adapath bench view [--sizes 300,1000,3000] [--rounds 3] [--scale 0.05]
+    adapath bench view --page demo/report/view.html --screenshot docs/view.png [--select ID|LEVEL]
 
 The second form only takes a screenshot of an existing page (the README's picture).
 """
@@ -15,6 +15,7 @@ The second form only takes a screenshot of an existing page (the README's pictur
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -85,20 +86,20 @@ TIMING_JS = """(() => {
 })()"""
 
 
-def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
+def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
+    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import records_query_set
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.sources.synthetic import generate
     from adapath.view import write_question_page
     from adapath.view.headless import Browser
 
-    graph = generate(scale=scale, seed=seed)
-    records = QueryGenerator(graph).generate(max(sizes), seed=seed + 1, hops=(1, 2, 3))
+    graph, _ = inputs().graph(scale, seed)
+    records = inputs().questions(graph, max(sizes), seed=seed + 1)
     runs = fake_results(graph, records, seed + 2)
     columns = ["questions", "answers", "HTML MB", "write s", "file ms", "DOMContentLoaded ms",
                "JSON.parse ms", "list ready ms", "detail ms", "filter ms", "search ms"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "|".join("---:" for _ in columns) + "|")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp, Browser(width=1400, height=900) as browser:
         for n in sizes:
             ids = {str(r["data_id"]) for r in records[:n]}
@@ -115,9 +116,12 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> None:
                 sys.exit(f"page errors: {browser.errors()}")
             med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
             answers = sum(len(v) for v in subset.values())
+            rows.append({"questions": n, "answers": answers, "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
+                         **{f"{k}_ms": v for k, v in med.items()}})
             print(f"| {n:,} | {answers:,} | {out.stat().st_size / 1e6:.1f} | {write_s:.2f} | {med['file']:.0f} | "
                   f"{med['dcl']:.0f} | {med['parse']:.0f} | {med['ready']:.0f} | {med['detail']:.1f} | "
                   f"{med['filter']:.1f} | {med['search']:.1f} |")
+    return rows
 
 
 def screenshot(page: Path, out: Path, select: str | None, width: int, height: int) -> None:
@@ -137,25 +141,31 @@ def screenshot(page: Path, out: Path, select: str | None, width: int, height: in
     print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="page loads per size (median shown)")
     parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="graph seed (the questions' is seed + 1)")
     parser.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
     parser.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
     parser.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
     parser.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = arguments()
+    args = parser.parse_args(argv)
     if args.page:
         if not args.screenshot:
             parser.error("--page needs --screenshot")
         width, height = (int(v) for v in args.size.split("x"))
         screenshot(args.page, args.screenshot, args.select, width, height)
-        return
-    bench([int(s) for s in args.sizes.split(",")], args.rounds, args.scale, args.seed)
+        rows = [{"screenshot": str(args.screenshot)}]
+    else:
+        rows = bench([int(s) for s in args.sizes.split(",")], args.rounds, args.scale, args.seed)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -4,7 +4,7 @@ Each stage runs in its own process so its wall time and peak resident memory are
 The kg.csv is written from a generated graph in PrimeKG's exact format (12 columns, every
 relationship in both directions), so at scale 1.0 it has PrimeKG's 8.1 M rows.
 
-    python bench/bench_kg.py [--scale 1.0] [--workdir DIR] [--json FILE]
+    adapath bench kg [--scale 1.0] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ STAGES = {
         "generate(scale={scale}, seed=0).save(r'{work}/synth', overwrite=True)\n"
     ),
     "write kg.csv": (
-        "import sys; sys.path.insert(0, r'{bench}')\n"
-        "from bench_kg import write_primekg_csv\n"
+        "from adapath.bench.kg import write_primekg_csv\n"
         "from adapath.engine.graph import KnowledgeGraph\n"
         "write_primekg_csv(KnowledgeGraph.load(r'{work}/synth'), r'{work}/kg.csv')\n"
     ),
@@ -93,18 +92,21 @@ def run_stage(code: str) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--scale", type=float, default=1.0, help="generated graph scale (1.0 = PrimeKG's size)")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the stages write (default: a temporary folder)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_kg_"))
     work.mkdir(parents=True, exist_ok=True)
-    bench = Path(__file__).resolve().parent
     rows = []
     for stage, template in STAGES.items():
-        seconds, rss = run_stage(template.format(scale=args.scale, work=work, bench=bench))
+        seconds, rss = run_stage(template.format(scale=args.scale, work=work))
         extra = ""
         if stage == "write kg.csv":
             size = (work / "kg.csv").stat().st_size
@@ -119,6 +121,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"scale": args.scale, "stages": rows}, indent=2))
 
-
-if __name__ == "__main__":
-    main()

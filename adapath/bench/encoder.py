@@ -7,7 +7,7 @@ records' explicit questions. For each route and each query (encoded by that rout
 and compared with the torch float32 ranking: top-10 overlap and Spearman's rho over all
 nodes. Routes that need a package not installed are listed as skipped.
 
-    python bench/bench_encoder.py [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64] [--json FILE]
+    adapath bench encoder [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64]
 
 Routes: torch float32 (the reference, torch's default threads; again on one thread),
 torch dynamic int8 (``quantize_dynamic`` on the
@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-
-DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
+from adapath.bench.real_records import DEFAULT_RECORDS  # noqa: E402
 
 
 def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:
@@ -141,14 +140,18 @@ def onnx_routes(model, batch: int, workdir: Path):
     return routes
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records).")
     parser.add_argument("--texts", type=int, default=600, help="Real node texts to encode and rank.")
     parser.add_argument("--queries", type=int, default=100, help="Real questions ranking the texts.")
     parser.add_argument("--batch", type=int, default=64, help="Encoder batch size.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON here.")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
@@ -204,6 +207,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(table, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -16,8 +16,8 @@ Parts (each reports ``skipped: <reason>`` when its package or device is missing,
    script writes with transformers: no hub access needed. The model is written whenever
    transformers is installed, so the CPU half of this part runs anywhere.
 
-    python bench/check_gpu.py [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
-        [--workdir DIR] [--json FILE]
+    adapath bench gpu [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
+        [--workdir DIR]
 
 ``--scale 0.01`` finishes in seconds (the test suite runs it so). The timed figures of parts
 1 to 4 come after an untimed run of the same code on a small batch (the PPR comparison, a bank
@@ -87,28 +87,21 @@ class Context:
     @property
     def graph(self):
         if self._graph is None:
-            from adapath.sources.synthetic import generate
+            from adapath.bench.inputs import inputs
 
-            self._graph = generate(scale=self.args.scale, seed=0)
-            self._graph.save(self.work / "kg", overwrite=True)  # a rerun in the same --workdir
+            self._graph, self.kg = inputs().graph(self.args.scale, 0)
         return self._graph
 
     def small(self):
         """A small graph, its bank and test questions, for the end-to-end answer run."""
         if self._small is None:
-            from adapath.bank.build import BankConfig, build_bank
-            from adapath.datasets.biostrat import training_queries
-            from adapath.datasets.generate import QueryGenerator
-            from adapath.sources.synthetic import generate
+            from adapath.bench.inputs import inputs
 
-            graph = generate(scale=0.02, seed=21)
-            graph.save(self.work / "small-kg")
-            generator = QueryGenerator(graph)
-            build_bank(graph, training_queries(generator.generate(60, seed=1)), self.work / "small-bank",
-                       BankConfig(), graph_dir=self.work / "small-kg")
-            test = generator.generate(self.args.answer_questions, seed=2, first_id=1000)
+            graph, kg = inputs().graph(0.02, 21)
+            bank = inputs().bank(graph, kg, inputs().questions(graph, 60, seed=1))
+            test = inputs().questions(graph, self.args.answer_questions, seed=2, first_id=1000)
             (self.work / "small-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
-            self._small = (self.work / "small-kg", self.work / "small-bank", self.work / "small-test.jsonl")
+            self._small = (kg, bank, self.work / "small-test.jsonl")
         return self._small
 
 
@@ -180,10 +173,10 @@ def part_bank(ctx: Context) -> str:
         config = BankConfig(batch=batch, device=device)
         executor = LocalExecutor()  # every CPU core on corridors and paths
         build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
-                   graph_dir=ctx.work / "kg", force=True)  # compile kernels, fill caches
+                   graph_dir=ctx.kg, force=True)  # compile kernels, fill caches
         executor.worker.runner.ppr.device_seconds.clear()
         clock = time.perf_counter()
-        progress = build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.work / "kg",
+        progress = build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.kg,
                               force=True)  # a rerun in the same --workdir builds again
         rates[device] = len(subset) / (time.perf_counter() - clock)
         runners[device] = executor.worker.runner
@@ -295,17 +288,16 @@ def part_vllm(ctx: Context) -> str:
     if importlib.util.find_spec("vllm") is None:
         raise Skip(note + "vllm not installed (pip install 'adapath[llm]')")
     torch_cuda()
-    from adapath.cli import main as cli
+    import subprocess
 
     kg, bank, test = ctx.small()
     out = ctx.work / "vllm-answers.jsonl"
     clock = time.perf_counter()
-    try:
-        cli(["answer", "--kg", str(kg), "--bank", str(bank), "--queries", f"biostrat:{test}", "--out", str(out),
-             "--llm", f"vllm:{folder}", "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"])
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            raise RuntimeError(f"answer exited with {exc.code}") from None
+    done = subprocess.run([sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
+                           "--queries", f"biostrat:{test}", "--out", str(out), "--llm", f"vllm:{folder}",
+                           "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"])
+    if done.returncode:
+        raise RuntimeError(f"answer exited with {done.returncode}")
     seconds = time.perf_counter() - clock
     results = [json.loads(line) for line in out.read_text().splitlines()]
     calls = sum(r["usage"]["calls"] for r in results) / max(len(results), 1)
@@ -313,7 +305,7 @@ def part_vllm(ctx: Context) -> str:
             f"{calls:.1f} LLM calls per query")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="Graph scale for parts 1-4 (1.0 = PrimeKG's size).")
     parser.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
@@ -325,7 +317,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="Also write the table as JSON here.")
     parser.add_argument("--parts", default=",".join(PART_NAMES),
                         help=f"Parts to run, of {','.join(PART_NAMES)} (the others are reported skipped).")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = arguments()
+    args = parser.parse_args(argv)
     chosen = set(args.parts.split(","))
     if chosen - set(PART_NAMES):
         parser.error(f"--parts: unknown {','.join(sorted(chosen - set(PART_NAMES)))}; choose of {','.join(PART_NAMES)}")
@@ -355,6 +352,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"scale": args.scale, "rows": rows}, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -9,7 +9,9 @@ seconds are timed after an untimed build of four records with each setting, whic
 Numba kernels (or loads them from Numba's disk cache), so the first row does not carry the
 compilation when the cache is cold.
 
-    python bench/bench_metapath_coverage.py [--scale 0.1] [--records-file dev.jsonl] [--sequences 1,8]
+    adapath bench metapath-coverage [--scale 0.1] [--records-file dev.jsonl] [--sequences 1,8]
+
+The planted graph comes from the bench cache (the one ``bench paths-recall`` plants, at the same scale).
 """
 
 from __future__ import annotations
@@ -24,8 +26,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-
-DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
+from adapath.bench.real_records import DEFAULT_RECORDS  # noqa: E402
 
 
 def coverage(bank: Path, records: list[dict]) -> dict[int, tuple[int, int]]:
@@ -44,35 +45,38 @@ def coverage(bank: Path, records: list[dict]) -> dict[int, tuple[int, int]]:
     return {h: tuple(c) for h, c in sorted(counts.items())}
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--records-file", type=Path, default=DEFAULT_RECORDS)
+    parser.add_argument("--scale", type=float, default=0.1, help="generated graph scale")
+    parser.add_argument("--seed", type=int, default=0, help="graph seed")
+    parser.add_argument("--records-file", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records)")
     parser.add_argument("--sequences", default="1,8", help="relation sequences per node path to compare")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
 
     from adapath.bank.build import BankConfig, build_bank
+    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import load_records, training_queries
     from adapath.executors import LocalExecutor
-    from adapath.sources.synthetic import generate
 
     records = load_records(args.records_file)
-    graph = generate(scale=args.scale, seed=args.seed, evidence=[args.records_file])
+    graph, kg = inputs().graph(args.scale, args.seed, evidence=[args.records_file])
     work = Path(tempfile.mkdtemp(prefix="bench_coverage_"))
-    graph.save(work / "kg")
     queries = training_queries(records)
     executor = LocalExecutor()
     caps = [int(v) for v in args.sequences.split(",")]
     for cap in caps:  # untimed: kernels compiled or loaded, not timed below
         build_bank(graph, queries[:4], work / f"warm-{cap}", BankConfig(relation_sequences=cap), executor,
-                   graph_dir=work / "kg")
+                   graph_dir=kg)
     result = {}
     for cap in caps:
         clock = time.perf_counter()
         build_bank(graph, queries, work / f"bank-{cap}", BankConfig(relation_sequences=cap), executor,
-                   graph_dir=work / "kg")
+                   graph_dir=kg)
         seconds = time.perf_counter() - clock
         paths = pq.read_metadata(work / f"bank-{cap}" / "paths.parquet").num_rows
         result[cap] = {"coverage": coverage(work / f"bank-{cap}", records), "seconds": seconds,
@@ -90,6 +94,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({str(k): v for k, v in result.items()}, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,9 @@ Real BioStrat-QA records are planted in a generated graph; each record's ground-
 untimed: that compiles its Numba kernels (or loads them from Numba's disk cache), so ms/query
 is the search's, not the compiler's, even when the cache is cold.
 
-    python bench/bench_paths_recall.py [--scale 0.1] [--records 200] [--records-file dev.jsonl]
+    adapath bench paths-recall [--scale 0.1] [--records 200] [--records-file dev.jsonl]
+
+The planted graph comes from the bench cache.
 """
 
 from __future__ import annotations
@@ -18,26 +20,28 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.real_records import DEFAULT_RECORDS  # noqa: E402
 
-DEFAULT_RECORDS = Path(__file__).resolve().parents[2] / "shared" / "data" / "biostrat_qa" / "dev.jsonl"
 
-
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument("--records", type=int, default=200)
-    parser.add_argument("--records-file", type=Path, default=DEFAULT_RECORDS)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--scale", type=float, default=0.1, help="generated graph scale")
+    parser.add_argument("--records", type=int, default=200, help="single-topic records planted and looked up")
+    parser.add_argument("--records-file", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
+    import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig, build_bank
+    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import training_queries
-    from adapath.sources.synthetic import generate
 
-    graph = generate(scale=args.scale, seed=0, evidence=[args.records_file])
+    graph, _ = inputs().graph(args.scale, 0, evidence=[args.records_file])
     records = [json.loads(x) for x in open(args.records_file)]
     records = [r for r in records if len(r["topic_entities"]) == 1][: args.records]
     work = Path(tempfile.mkdtemp(prefix="bench_recall_"))
@@ -70,6 +74,3 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 
-
-if __name__ == "__main__":
-    main()

@@ -11,19 +11,21 @@ timed pass comes after the same pipeline answered two questions untimed: that co
 Numba kernels (or loads them from Numba's disk cache) and pays the first call's set-up, so no
 timed figure carries the compilation when the cache is cold.
 
-    python bench/bench_answer.py --scale 1.0 --train 300 --test 200 [--encoder minilm|hashing]
-        [--workdir DIR] [--json FILE]
+    adapath bench answer --scale 1.0 --train 300 --test 200 [--encoder minilm|hashing]
 
 With ``--queries biostrat:FILE`` the questions are real: FILE's records are planted in the
-generated graph and split into a bank half and a test half as ``bench_real_records`` does
+generated graph and split into a bank half and a test half as ``bench real-records`` does
 (its graph, bank and node-store preparation, reused from ``--workdir``), and the test half is
 answered at every level by each of ``--scorers`` (queries/s and the stage table per scorer).
 ``--compare REV`` answers the same questions with the code of git revision REV too (in a
 child process, same graph, bank and store) and prints the speed ratio and the share of
 answers (and of whole results: paths, explored nodes, meta-paths) identical to REV's.
 
-    python bench/bench_answer.py --queries biostrat:dev.jsonl --scale 1.0 --workdir DIR
-        [--scorers walk,beam] [--limit N] [--compare main] [--json FILE]
+    adapath bench answer --queries biostrat:dev.jsonl --scale 1.0 --workdir DIR
+        [--scorers walk,beam] [--limit N] [--compare main]
+
+The generated graph, its questions and its bank come from the bench cache (``adapath.bench.inputs``):
+``bench methods`` asking for the same graph and bank reuses them.
 """
 
 from __future__ import annotations
@@ -101,10 +103,10 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     return seconds, f"{getattr(encoder, 'backend', 'numpy')}"
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", default="generated",
-                        help="generated (default) or biostrat:FILE (real records, planted as bench_real_records does).")
+                        help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
     parser.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
     parser.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
     parser.add_argument("--compare", default=None, metavar="REV",
@@ -117,38 +119,32 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
     parser.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
     parser.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
-    parser.add_argument("--workdir", type=Path, default=None, help="Keep graph, store and bank here between runs.")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="With biostrat: keep graph, store and bank here between runs.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the measures as JSON here.")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     if args.child is not None:
         return answer_child(args.child)
     if args.queries != "generated":
         return main_real(args)
 
-    from adapath.bank.build import BankConfig, build_bank
     from adapath.bank.index import BankIndex
-    from adapath.datasets.biostrat import query_from_record, training_queries
-    from adapath.datasets.generate import QueryGenerator
-    from adapath.engine.graph import KnowledgeGraph
+    from adapath.bench.inputs import inputs
+    from adapath.datasets.biostrat import query_from_record
     from adapath.llm import ScriptedBackend
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.retrieval.dense import make_encoder
-    from adapath.sources.synthetic import generate
 
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_answer_"))
-    work.mkdir(parents=True, exist_ok=True)
-    kg = work / f"kg-{args.scale}"
-    if not kg.exists():
-        generate(scale=args.scale, seed=0).save(kg)
-    graph = KnowledgeGraph.load(kg, mmap=False)
-    embedding_seconds, embed_backend = embed_once(graph, kg, args.encoder, work)
-    generator = QueryGenerator(graph)
-    train = generator.generate(args.train, seed=1)
-    test = generator.generate(args.test, seed=2, first_id=10**6)
-    bank_dir = work / f"bank-{args.scale}-{args.train}"
-    if not (bank_dir / "paths.parquet").exists():
-        build_bank(graph, training_queries(train), bank_dir, BankConfig(), graph_dir=kg)
+    graph, kg = inputs().graph(args.scale, 0)
+    embedding_seconds, embed_backend = embed_once(graph, kg, args.encoder, kg.parent)
+    train = inputs().questions(graph, args.train, seed=1)
+    test = inputs().questions(graph, args.test, seed=2, first_id=10**6)
+    bank_dir = inputs().bank(graph, kg, train)
     encoder = make_encoder(args.encoder)  # as `answer` makes it
     bank = BankIndex(bank_dir, encoder)
     queries = [query_from_record(r, "explicit") for r in test]
@@ -284,12 +280,10 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
 
 
 def real_setup(args):
-    """bench_real_records' graph, bank and node store under ``--workdir``; the test half's
+    """bench real-records' graph, bank and node store under ``--workdir``; the test half's
     questions at every level, level by level as that bench answers them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_real_records as real
-
-    from adapath.datasets.biostrat import load_records, query_from_record
+    from adapath.bench import real_records as real
+    from adapath.datasets.biostrat import query_from_record
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
     kind, _, path = args.queries.partition(":")
@@ -298,7 +292,9 @@ def real_setup(args):
         raise SystemExit(f"--queries {args.queries!r}: expected biostrat:FILE with FILE a BioStrat-QA JSONL")
     work = (args.workdir or ROOT / "bench" / "out" / "real-records") / f"scale-{args.scale:g}"
     work.mkdir(parents=True, exist_ok=True)
-    bank_records, test = real.split_records(load_records(records_path), "test")
+    from adapath.bench.inputs import inputs
+
+    bank_records, test = inputs().split(records_path, "test")
     test = real.evenly_spaced(test, args.limit)
     graph = real.prepare_graph(work, records_path, args.scale)
     bank = real.prepare_bank(work, graph, bank_records, "test")

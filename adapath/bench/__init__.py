@@ -1,0 +1,41 @@
+"""``adapath bench``: every benchmark as one subcommand over shared parts.
+
+- ``inputs``: the graph, questions, bank and split a bench names, built once under one cache
+  folder, keyed by what they are made of;
+- ``timing``: the warm-up rule, the alternating comparison and the progress line;
+- ``environment``: the machine (``adapath collect-env``);
+- ``result``: the one result format (``result.schema.json``), ``compare`` and the docs' tables;
+- ``runner``: runs a bench by name and writes its result; ``suite``: runs a suite file of benches.
+
+Each bench module (``BENCHES``) has ``arguments()`` (its options) and ``main(argv)``, which
+prints its table and writes its figures to ``--json``.
+"""
+
+# name: (module, what it measures, in a line)
+BENCHES = {
+    "bank": ("adapath.bench.bank", "Path-Bank build throughput, ours (exact, certified PPR) against a per-query "
+                                   "igraph reference; thread scaling; Ray workers; the GPU build"),
+    "answer": ("adapath.bench.answer", "AdaPath inference: queries/s with --llm none, ms per stage, Path-Bank "
+                                       "matching, LLM calls and prompt tokens per query"),
+    "methods": ("adapath.bench.methods", "every registered method on one generated graph: EM, recall, LLM calls, "
+                                         "tokens and seconds per query"),
+    "pathmind": ("adapath.bench.pathmind", "PathMind: training s/epoch, inference and Hits@1/3; --real: on the real "
+                                           "BioStrat-QA dev halves (models, ablations, reasoner rows)"),
+    "pathmind-speed": ("adapath.bench.pathmind_speed", "PathMind's training, validation and answering questions/s and "
+                                                       "page faults per question, setting against setting"),
+    "real-records": ("adapath.bench.real_records", "AdaPath on real BioStrat-QA records planted in a graph: EM by "
+                                                   "level x hop, recall, meta-path R@k, failures"),
+    "encoder": ("adapath.bench.encoder", "CPU routes of the MiniLM node encoder: texts/s and ranking agreement with "
+                                         "torch float32"),
+    "kg": ("adapath.bench.kg", "graph generation, PrimeKG kg.csv writing and import, loading: seconds and peak "
+                               "memory"),
+    "view": ("adapath.bench.view", "the result viewer's page size and load time in headless Chromium"),
+    "paths-recall": ("adapath.bench.paths_recall", "Yen's paths against the exact hop-bounded search: gold paths "
+                                                   "recovered, ms per query"),
+    "metapath-coverage": ("adapath.bench.metapath_coverage", "gold meta-paths in each record's own bank entry, by "
+                                                             "relation sequences per node path"),
+    "gpu": ("adapath.bench.gpu", "every GPU path in one table: CuPy PPR, the GPU bank build, FAISS, CUDA node "
+                                 "embedding, vLLM (each skipped with its reason where missing)"),
+    "reasoner": ("adapath.bench.reasoner", "a few LoRA SFT steps of PathMind's reasoner (SmolLM2-135M), on the GPU "
+                                           "or the CPU"),
+}

@@ -1,0 +1,153 @@
+"""The machine a figure came from: commit, date, CPU, memory, GPU, thread counts and the
+versions of the libraries that set the speed. ``adapath collect-env`` prints it; every bench
+result holds it."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# the libraries whose versions a result records, by the distribution names that provide them
+LIBRARIES = {"numba": ("numba",), "torch": ("torch",), "numpy": ("numpy",), "scipy": ("scipy",),
+             "faiss": ("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu", "faiss"),
+             "transformers": ("transformers",), "vllm": ("vllm",), "cupy": ("cupy-cuda12x", "cupy")}
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def commit() -> dict:
+    """The checkout's commit and whether its tracked files differ from it (null outside git)."""
+    sha = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if sha else None
+    return {"commit": sha, "dirty": None if status is None else bool(status)}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def nvidia_smi() -> str | None:
+    """nvidia-smi's CSV of the GPUs (None where there is no nvidia-smi or it fails)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def gpus() -> list[dict] | None:
+    """One entry per GPU: model, driver, memory (MiB); None without one."""
+    text = nvidia_smi()
+    if not text or not text.strip():
+        return None
+    out = []
+    for line in text.strip().splitlines():
+        name, driver, memory = (part.strip() for part in line.split(","))
+        out.append({"model": name, "driver": driver, "memory_mib": int(float(memory))})
+    return out
+
+
+def version(distributions: tuple[str, ...]) -> str | None:
+    for name in distributions:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def threads() -> dict:
+    """Thread counts: Numba's (as configured), torch's (where this process imported torch),
+    and the variables that set them."""
+    numba_threads = None
+    if "numba" in sys.modules or version(("numba",)):
+        try:
+            import numba
+
+            numba_threads = int(numba.config.NUMBA_NUM_THREADS)
+        except ImportError:
+            pass
+    torch_threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    return {"numba": numba_threads, "torch": torch_threads,
+            "variables": {v: os.environ.get(v) for v in THREAD_VARIABLES}}
+
+
+def collect_env() -> dict:
+    import adapath
+
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    return {
+        **commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "adapath": adapath.__version__,
+        "cpu": {"model": cpu_model(), "cores": cores, "usable_cores": usable},
+        "memory_gib": memory_gib(),
+        "gpu": gpus(),
+        "threads": threads(),
+        "versions": {name: version(dists) for name, dists in LIBRARIES.items()},
+    }
+
+
+def describe(env: dict) -> str:
+    """The machine in one line: CPU x cores, memory, GPU."""
+    gpu = env.get("gpu")
+    gpu_text = ", ".join(f"{g['model']} (driver {g['driver']})" for g in gpu) if gpu else "no GPU"
+    return (f"{env['cpu']['model']}, {env['cpu']['usable_cores']} of {env['cpu']['cores']} cores, "
+            f"{env['memory_gib']} GiB, {gpu_text}")
+
+
+def as_text(env: dict) -> str:
+    """The block ``collect-env`` prints (users paste it into issues)."""
+    sha = env["commit"] or "unknown"
+    lines = [f"commit: {sha}{' (dirty)' if env['dirty'] else ''}", f"date: {env['date']}",
+             f"platform: {env['platform']}, Python {env['python']}, adapath {env['adapath']}",
+             f"CPU: {env['cpu']['model']}, {env['cpu']['cores']} cores ({env['cpu']['usable_cores']} usable)",
+             f"memory: {env['memory_gib']} GiB"]
+    if env["gpu"]:
+        lines += [f"GPU {i}: {g['model']}, driver {g['driver']}, {g['memory_mib']:,} MiB"
+                  for i, g in enumerate(env["gpu"])]
+    else:
+        lines.append("GPU: none")
+    t = env["threads"]
+    set_vars = ", ".join(f"{k}={v}" for k, v in t["variables"].items() if v is not None) or "none set"
+    lines.append(f"threads: numba {t['numba']}, torch {t['torch'] if t['torch'] is not None else 'not loaded'}; "
+                 f"variables: {set_vars}")
+    lines.append("versions: " + ", ".join(f"{k} {v or 'absent'}" for k, v in env["versions"].items()))
+    return "\n".join(lines)
