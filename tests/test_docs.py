@@ -238,15 +238,45 @@ def test_the_docs_show_commands_at_all():
     assert sum(len(command_lines(doc.read_text())) for doc in DOC_FILES) >= 40
 
 
-def test_every_bench_script_named_in_the_docs_exists():
-    named = {name for doc in DOC_FILES for name in re.findall(r"bench/\w+\.py", doc.read_text())}
-    assert named, "the docs name no bench script"
-    missing = sorted(name for name in named if not (ROOT / name).is_file())
-    assert missing == []
-    # and every bench script has its page
-    pages = {p.stem for p in (ROOT / "docs" / "benchmarks").glob("*.md")}
-    scripts = {p.stem for p in (ROOT / "bench").glob("*.py")}
-    assert scripts - pages == set()
+def test_every_bench_the_docs_name_exists_and_every_bench_has_a_page():
+    from adapath.bench import BENCHES
+
+    text = "\n".join(doc.read_text() for doc in DOC_FILES)
+    named = set(re.findall(r"adapath bench ([a-z][a-z-]*)", text))
+    assert named, "the docs name no bench"
+    assert sorted(named - set(BENCHES) - {"list", "compare", "suite"}) == []
+    files = set(re.findall(r"(?<![\w/])((?:adapath/)?bench/[\w.]+\.(?:py|suite))", text))
+    assert sorted(name for name in files if not (ROOT / name).is_file()) == []
+    # and every bench has a page under docs/benchmarks that shows its command
+    pages = "\n".join(p.read_text() for p in (ROOT / "docs" / "benchmarks").glob("*.md"))
+    assert sorted(name for name in BENCHES if f"adapath bench {name}" not in pages) == []
+
+
+RESULT_MARKER = re.compile(r"<!-- bench-result: (\S+) -->")
+
+
+def test_every_result_a_page_shows_validates_and_its_rerun_command_parses():
+    """The tables under docs/benchmarks come from result files beside the pages (the
+    bench_results hook renders them); each validates against the schema and names its machine
+    and commit, and its command parses as the docs' own commands do."""
+    import json
+
+    import jsonschema
+
+    from adapath.bench.result import SCHEMA, markdown
+
+    schema = json.loads(SCHEMA.read_text())
+    root = typer.main.get_command(app)
+    shown = 0
+    for page in sorted((ROOT / "docs" / "benchmarks").glob("*.md")):
+        for name in RESULT_MARKER.findall(page.read_text()):
+            made = json.loads((page.parent / name).read_text())
+            jsonschema.validate(made, schema)
+            assert made["environment"]["commit"] and made["environment"]["cpu"]["model"]
+            assert check_command(made["command"], root) == []
+            assert made["command"] in markdown(made)
+            shown += 1
+    assert shown >= 5
 
 
 def _reference_hook():

