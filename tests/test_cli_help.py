@@ -47,7 +47,9 @@ def test_flags_show_no_value_and_valued_options_show_what_they_take():
 
 
 def test_one_encoder_default_and_help_across_commands():
-    encoders = [(path, param.default, param.help) for path, param in options() if param.opts[0] == "--encoder"]
+    # a bench picks the encoder its measurement needs (hashing for speed tables): not a user default
+    encoders = [(path, param.default, param.help) for path, param in options()
+                if param.opts[0] == "--encoder" and not path.startswith("bench ")]
     assert len(encoders) >= 4  # answer, dataset topics, kg embed, pathmind train ...
     assert len({default for _, default, _ in encoders}) == 1, encoders
     assert len({text for _, _, text in encoders}) == 1, encoders

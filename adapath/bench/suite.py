@@ -84,7 +84,7 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(folder), *suite.wheels], check=True)
-    from adapath.bench.reasoner import export_shape  # SmolLM2's config and tokenizer, for the reasoner bench
+    from adapath.bench.reasoner import export_shape  # SmolLM2's config and tokenizer
 
     try:
         export_shape(folder / "smollm2-135m")
@@ -102,7 +102,8 @@ def install_wheels(folder: Path, site: Path) -> None:
             print(f"suite: skipped {wheel.name} (not for this Python)", flush=True)
 
 
-def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | None = None) -> list[dict]:
+def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | None = None,
+              cap_factor: float = 1.0) -> list[dict]:
     from adapath.bench.environment import as_text, collect_env
 
     suite = read_suite(path)
@@ -117,7 +118,7 @@ def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | N
     rows = []
     for cap, name, options in suite.steps:
         left = int(deadline - time.monotonic())
-        limit = min(cap, left)
+        limit = min(int(cap * cap_factor), left)
         row = {"bench": name, "options": shlex.join(options), "result": ""}
         rows.append(row)
         if limit < 10:

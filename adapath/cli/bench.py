@@ -99,6 +99,8 @@ def suite_cmd(
     budget: int = typer.Option(0, "--budget", help="Seconds for the whole suite (0: the suite file's budget line)."),
     wheels: Path = typer.Option(None, "--wheels", help="Install the wheels in this folder first (a machine "
                                 "without the suite's packages; --fetch-wheels downloads them)."),
+    cap_factor: float = typer.Option(1.0, "--cap-factor", help="Multiply every bench's time cap (a slower or busier "
+                                     "machine than the suite was written for)."),
     fetch_wheels: Path = typer.Option(None, "--fetch-wheels", help="Only download the suite's wheels into this "
                                       "folder (where pip works), and stop."),
 ) -> None:
@@ -108,7 +110,7 @@ def suite_cmd(
     if fetch_wheels is not None:
         suites.fetch_wheels(suites.read_suite(suite), fetch_wheels)
         return
-    suites.run_suite(suite, result_dir, budget or None, wheels)
+    suites.run_suite(suite, result_dir, budget or None, wheels, cap_factor)
 
 
 def collect_env_cmd(
