@@ -42,7 +42,7 @@ from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 LEVELS = ("explicit", "implicit", "bare")
 
 

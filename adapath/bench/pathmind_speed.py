@@ -47,7 +47,6 @@ from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
-ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
           "product": {"cost": "product"}, "gate": {"entity": "gate"}}
 SETTINGS = ("before", "after", "cuda")

@@ -151,6 +151,8 @@ def figure_tables(figures) -> list[str]:
             inner = list(dict.fromkeys(k for v in value.values() for k in v))
             lines += ["", f"**{key}**", ""] + _table([""] + inner, [[k] + [v.get(i, "") for i in inner]
                                                                    for k, v in value.items()])
+        elif isinstance(value, dict) and value and all(not isinstance(v, (dict, list)) for v in value.values()):
+            lines += ["", f"**{key}**", ""] + _table(["", "value"], [[k, v] for k, v in value.items()])
         elif isinstance(value, dict):
             scalars += [(f"{key}.{k}", v) for k, v in flatten(value).items()] + \
                        [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, str)]
@@ -168,6 +170,6 @@ def markdown(result: dict) -> str:
     sha = (env["commit"] or "unknown")[:10]
     lines = figure_tables(result["figures"])
     lines += ["", f"Measured on {describe(env)}; numba threads {env['threads']['numba']}; commit `{sha}`"
-              f"{' (with uncommitted changes)' if env['dirty'] else ''}; {env['date']}; {result['seconds']:.0f} s.",
+              f"{' (with uncommitted changes)' if env['dirty'] else ''}; {env['date']}; {result['seconds']:.0f} s. "
               "Rerun:", "", "```bash", result["command"], "```"]
     return "\n".join(lines)
