@@ -4,6 +4,7 @@ runner wraps them with the settings, the inputs and the machine into one result 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -72,6 +73,8 @@ def run(name: str, argv: list[str], save_result: Path | None = None, result_dir:
     shared = inputs.inputs()
     with tempfile.TemporaryDirectory(prefix=f"adapath-bench-{name}-") as tmp:
         figures_path = Path(tmp) / "figures.json"
+        gc.collect()
+        gc.freeze()  # what the command line loaded stays out of the collector's passes over the bench's objects
         start = time.perf_counter()
         module.main([*argv, FIGURES_OPTION, str(figures_path)])
         seconds = time.perf_counter() - start
