@@ -44,6 +44,32 @@ def test_two_benches_asking_for_the_same_graph_questions_and_bank_build_them_onc
     assert dict(second.built) == {"graph": 1, "questions": 1}
 
 
+class Stop(Exception):
+    """Ends a bench once its inputs are in hand (what it does with them is not this test's)."""
+
+
+def test_bench_answer_and_bench_methods_share_one_graph_and_one_bank(tmp_path, monkeypatch):
+    """The two benches, run one after the other on the same cache, ask for the same graph,
+    questions and bank: the second builds none of them."""
+    from adapath.bench import answer, inputs, methods
+
+    monkeypatch.setenv(inputs.ENV, str(tmp_path))
+    built_bank = inputs.Inputs.bank
+
+    def bank_then_stop(self, *args, **kwargs):
+        folders.append(built_bank(self, *args, **kwargs))
+        raise Stop
+
+    folders = []
+    monkeypatch.setattr(inputs.Inputs, "bank", bank_then_stop)
+    for bench, argv in ((answer, ["--encoder", "hashing"]), (methods, ["--no-real", "--encoder", "hashing"])):
+        with pytest.raises(Stop):
+            bench.main(["--scale", "0.005", "--train", "6", "--test", "4", *argv])
+    shared = inputs.inputs()
+    assert shared.built["graph"] == 1 and shared.built["bank"] == 1 and folders[0] == folders[1]
+    assert shared.built["questions"] == 2  # the training and the test questions: the same requests in both
+
+
 # ---------------------------------------------------------------- timing
 def test_alternate_warms_each_side_untimed_then_alternates_and_keeps_each_best():
     events, now = [], [0.0]
