@@ -21,7 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "adapath" / "bench"
 TIMED = {
     ("answer.py", "main"): ({"retrieve", "realizable", "answer"}, {"answer"}),
     ("answer.py", "timed_answers"): ({"answer_all"}, {"answer"}),
-    ("answer.py", "main_real"): ({"answer_all"}, {"answer", "timed_answers"}),
+    ("answer.py", "stages_ms"): ({"answer_all"}, {"answer"}),
     ("bank.py", "ours"): ({"build_bank"}, {"build_bank"}),
     ("methods.py", "run_method"): ({"answer_all"}, {"answer"}),
     ("paths_recall.py", "main"): ({"build_bank"}, {"build_bank"}),

@@ -1,31 +1,12 @@
-"""AdaPath inference throughput and cost.
-
-On one generated graph: compute the node embeddings once (what ``adapath kg embed`` does,
-timed apart as ``node_embedding_seconds``; reused from the work folder on a rerun), build a
-Path-Bank over training questions, then answer test questions (a) with ``--llm none``
-(``queries_per_s``, embeddings ready, batches of ``--batch`` as ``answer`` does), with the
-time per query split by stage, (b) timing Path-Bank matching alone (Eq. 6 retrieval,
-pooling, filtering, realizability; question embedding included), (c) with the scripted
-backend, counting LLM calls and prompt tokens per query (tokens estimated from words). Every
-timed pass comes after the same pipeline answered two questions untimed: that compiles its
-Numba kernels (or loads them from Numba's disk cache) and pays the first call's set-up, so no
-timed figure carries the compilation when the cache is cold.
+"""AdaPath inference on a generated graph: queries/s with ``--llm none`` (node embeddings ready,
+their one-time cost timed apart), ms per stage, Path-Bank matching ms/query, and LLM calls and
+prompt tokens per query with a scripted backend. Every timed pass follows an untimed answer of
+two questions, which compiles the Numba kernels. ``--queries biostrat:FILE`` answers real
+records planted as ``bench real-records`` plants them, per ``--scorers``; ``--compare REV`` also
+answers with git revision REV's code (speed ratio, share of identical answers and results).
 
     adapath bench answer --scale 1.0 --train 300 --test 200 [--encoder minilm|hashing]
-
-With ``--queries biostrat:FILE`` the questions are real: FILE's records are planted in the
-generated graph and split into a bank half and a test half as ``bench real-records`` does
-(its graph, bank and node-store preparation, reused from ``--workdir``), and the test half is
-answered at every level by each of ``--scorers`` (queries/s and the stage table per scorer).
-``--compare REV`` answers the same questions with the code of git revision REV too (in a
-child process, same graph, bank and store) and prints the speed ratio and the share of
-answers (and of whole results: paths, explored nodes, meta-paths) identical to REV's.
-
-    adapath bench answer --queries biostrat:dev.jsonl --scale 1.0 --workdir DIR
-        [--scorers walk,beam] [--limit N] [--compare main]
-
-The generated graph, its questions and its bank come from the bench cache (``adapath.bench.inputs``):
-``bench methods`` asking for the same graph and bank reuses them.
+    adapath bench answer --queries biostrat:dev.jsonl --workdir DIR [--scorers walk,beam] [--compare main]
 """
 
 from __future__ import annotations
@@ -41,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 LEVELS = ("explicit", "implicit", "bare")
@@ -103,26 +85,24 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     return seconds, f"{getattr(encoder, 'backend', 'numpy')}"
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", default="generated",
-                        help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
-    parser.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    parser.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
-    parser.add_argument("--compare", default=None, metavar="REV",
-                        help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
-    parser.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
-                        help="with biostrat: the CPU route encoding the questions (answer's is torch).")
-    parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)  # the --compare side
-    parser.add_argument("--scale", type=float, default=1.0, help="Graph scale (1.0 = PrimeKG's size).")
-    parser.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
-    parser.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    parser.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
-    parser.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="With biostrat: keep graph, store and bank here between runs.")
-    parser.add_argument("--json", type=Path, default=None, help="Also write the measures as JSON here.")
-    return parser
+def arguments():
+    out = parser(__doc__, scale=1.0)
+    out.add_argument("--queries", default="generated",
+                     help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
+    out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
+    out.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
+    out.add_argument("--compare", default=None, metavar="REV",
+                     help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
+    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
+                     help="with biostrat: the CPU route encoding the questions (answer's is torch).")
+    out.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)  # the --compare side
+    out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
+    out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
+    out.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
+    out.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
+    out.add_argument("--workdir", type=Path, default=None,
+                     help="With biostrat: keep graph, store and bank here between runs.")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -175,48 +155,27 @@ def main(argv: list[str] | None = None) -> None:
 
     # (a) end to end without an LLM (after the warm-up above)
     clock = time.perf_counter()
-    for lo in range(0, len(queries), args.batch):
-        pipeline.answer(queries[lo:lo + args.batch])
+    answer_all(pipeline, queries, args.batch)
     none_qps = len(queries) / (time.perf_counter() - clock)
-
-    # the same answers again, with a clock around each stage
-    stages = clock_stages(pipeline, ["explicit"])
-    clock = time.perf_counter()
-    for lo in range(0, len(queries), args.batch):
-        pipeline.answer(queries[lo:lo + args.batch])
-    total = time.perf_counter() - clock
-    stage_ms = {k: 1000 * v / len(queries) for k, v in stages.seconds.items()}
-    stage_ms["total"] = 1000 * total / len(queries)
+    stage_ms = stages_ms(pipeline, queries, args.batch, ["explicit"])
 
     # (c) the scripted backend: calls and prompt tokens per query
     backend = ScriptedBackend(rules={"Reply with JSON": '{"answer_type": "drug", "hops": 2}',
                                      "numbers in braces": "{1, 2, 3}"}, default="{answer}")
     scripted = build(backend)
-    results = []
-    for lo in range(0, len(queries), args.batch):
-        results += scripted.answer(queries[lo:lo + args.batch])
+    results = answer_all(scripted, queries, args.batch)
     calls = sum(r.usage["calls"] for r in results) / len(results)
     tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
 
-    print(f"bench_answer: scale {args.scale}, {graph.num_nodes:,} nodes; bank of {args.train} training "
-          f"questions; {len(queries)} test questions; encoder {encoder.name}")
-    print(f"{'measure':<46}{'ours':>12}{'paper':>12}{'target':>10}")
-    print(f"{'node embedding seconds (once, kg embed, ' + embed_backend + ')':<46}{embedding_seconds:>12.1f}"
-          f"{'':>12}{'':>10}")
-    print(f"{'queries/s with --llm none (embeddings ready)':<46}{none_qps:>12.2f}{'':>12}{'>= 20':>10}")
-    print(f"{'Path-Bank matching ms/query (with embedding)':<46}{matching_ms:>12.2f}{'0.1':>12}{'':>10}")
-    print(f"{'LLM calls per query (scripted)':<46}{calls:>12.2f}{'11.2':>12}{'<= 4':>10}")
-    print(f"{'prompt tokens per query (scripted)':<46}{tokens:>12.0f}{'7,036':>12}{'<= 3,000':>10}")
-    print(f"\n{'stage of answer --llm none (inclusive)':<46}{'ms/query':>12}")
-    for stage, ms in sorted(stage_ms.items(), key=lambda kv: -kv[1]):
-        print(f"{stage:<46}{ms:>12.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({
-            "scale": args.scale, "encoder": encoder.name, "node_embedding_seconds": embedding_seconds,
-            "node_embedding_backend": embed_backend, "queries_per_s": none_qps,
-            "matching_ms_per_query": matching_ms, "llm_calls_per_query": calls,
-            "prompt_tokens_per_query": tokens, "stage_ms_per_query": stage_ms,
-            "test_questions": len(queries), "train_questions": args.train}, indent=2))
+    from adapath.bench.result import report
+
+    report(args, {"scale": args.scale, "encoder": encoder.name, "node_embedding_seconds": embedding_seconds,
+                  "node_embedding_backend": embed_backend, "queries_per_s": none_qps,
+                  "matching_ms_per_query": matching_ms, "llm_calls_per_query": calls,
+                  "prompt_tokens_per_query": tokens, "stage_ms_per_query": stage_ms,
+                  "test_questions": len(queries), "train_questions": args.train},
+           f"bench answer: scale {args.scale}, {graph.num_nodes:,} nodes (paper: matching 0.1 ms/query, 11.2 calls "
+           "and 7,036 tokens per query; targets: >= 20 queries/s, <= 4 calls, <= 3,000 tokens)")
 
 
 def clock_stages(pipeline, levels) -> StageClock:
@@ -254,6 +213,16 @@ def clock_stages(pipeline, levels) -> StageClock:
             setattr(walk_scorer, name, getattr(walk_scorer, f"_bench_{name}"))
             stages.wrap(walk_scorer, name, stage)
     return stages
+
+
+def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
+    """ms/query of each stage (and in all) of answering ``queries``, after an untimed warm-up."""
+    pipeline.answer(queries[:2])
+    stages = clock_stages(pipeline, levels)
+    clock = time.perf_counter()
+    answer_all(pipeline, queries, batch)
+    total = time.perf_counter() - clock
+    return {**{k: 1000 * v / len(queries) for k, v in stages.seconds.items()}, "total": 1000 * total / len(queries)}
 
 
 def answer_all(pipeline, queries, batch: int):
@@ -399,50 +368,22 @@ def main_real(args) -> None:
 
     for scorer in scorers:
         rate, results = timed_answers(lambda s=scorer: fresh(s), queries, args.batch)
-        pipeline = fresh(scorer)
-        pipeline.answer(queries[:2])
-        stages = clock_stages(pipeline, LEVELS)
-        clock = time.perf_counter()
-        answer_all(pipeline, queries, args.batch)
-        total = time.perf_counter() - clock
-        stage_ms = {k: 1000 * v / len(queries) for k, v in stages.seconds.items()}
-        stage_ms["total"] = 1000 * total / len(queries)
-        measures[scorer] = {"queries_per_s": rate, "stage_ms_per_query": stage_ms}
+        measures[scorer] = {"queries_per_s": rate,
+                            "stage_ms_per_query": stages_ms(fresh(scorer), queries, args.batch, LEVELS)}
         if scorer in baseline:
             measures[scorer].update(baseline_queries_per_s=baseline[scorer]["queries_per_s"],
                                     identical=identical(results, baseline[scorer]["results"]))
             (work / f"bench-answer-{scorer}-{args.compare}.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in baseline[scorer]["results"]))
         (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
-    print(f"bench_answer: real BioStrat-QA questions ({args.queries}): {bank_size} records in the bank, "
-          f"{test_size} test x {len(LEVELS)} levels = {len(queries)} questions; scale {args.scale}, "
-          f"{graph.num_nodes:,} nodes; encoder {encoder.name} ({args.question_backend} for questions); --llm none; "
-          f"batch {args.batch}")
-    head = f"{'scorer':<8}{'queries/s':>11}"
-    if baseline:
-        head += (f"{args.compare + ' q/s':>16}{'x ' + args.compare:>12}{'same answer':>13}{'same paths':>12}"
-                 f"{'same result':>13}{'exactly':>9}")
-    print(head)
-    for scorer, m in measures.items():
-        line = f"{scorer:<8}{m['queries_per_s']:>11.2f}"
-        if "baseline_queries_per_s" in m:
-            same_share = m["identical"]
-            line += (f"{m['baseline_queries_per_s']:>16.2f}{m['queries_per_s'] / m['baseline_queries_per_s']:>12.2f}"
-                     f"{100 * same_share['answer']:>12.1f}%{100 * same_share['paths']:>11.1f}%"
-                     f"{100 * same_share['result']:>12.1f}%{100 * same_share['exact']:>8.1f}%")
-        print(line)
-    if baseline:
-        print("(same paths: paths and explored nodes; same result: every field, scores to 1e-5 relative; "
-              "exactly: every field to the last digit)")
-    for scorer, m in measures.items():
-        print(f"\n{'stage of answer --llm none, ' + scorer + ' (inclusive)':<50}{'ms/query':>10}")
-        for stage, ms in sorted(m["stage_ms_per_query"].items(), key=lambda kv: -kv[1]):
-            print(f"{stage:<50}{ms:>10.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"queries": args.queries, "scale": args.scale, "encoder": encoder.name,
-                                         "questions": len(queries), "compare": args.compare, "batch": args.batch,
-                                         "question_backend": args.question_backend,
-                                         "scorers": measures}, indent=2))
+    from adapath.bench.result import report
+
+    report(args, {"queries": args.queries, "scale": args.scale, "encoder": encoder.name, "questions": len(queries),
+                  "compare": args.compare, "batch": args.batch, "question_backend": args.question_backend,
+                  "scorers": measures},
+           f"bench answer: real BioStrat-QA questions: {bank_size} records in the bank, {test_size} test x "
+           f"{len(LEVELS)} levels; {graph.num_nodes:,} nodes; --llm none (identical: shares of answers, of paths "
+           "and explored nodes, of results to 1e-5 and exactly, as the --compare revision's)")
 
 
 if __name__ == "__main__":

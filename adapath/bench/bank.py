@@ -1,65 +1,30 @@
-"""Path-Bank construction throughput: ours against a per-query reference pipeline.
+"""Path-Bank build throughput: ours with the exact PPR solve and with the certified one (each
+query stops once its corridor's top K is proven final) against a per-query reference pipeline
+(BM25, materialized weights, igraph PRPACK per seed, corridor ladder, igraph k-shortest paths):
+ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds, and each round's),
+corridor Jaccard, path-set agreement and peak memory; on a GPU, the GPU builds too. Every timed
+build follows an untimed build of one batch with the same settings, which compiles the Numba
+kernels. ``--curve`` adds the cost per query at other scales; ``--threads 1,2`` the per-pair
+stage's thread scaling (``--pair-stage-only``: that alone); ``--executor ray --workers 1,2``
+Ray workers' queries/s beside the local executor, with a projection to more nodes.
 
-On one generated graph and one generated query set:
-
-(a) the reference pipeline, built the way the AdaPath reference does it: per query, BM25
-    scores, the full per-edge weight array materialized and copied into igraph, igraph
-    ``personalized_pagerank`` (PRPACK) once per seed on the whole graph, the top-K corridor
-    with the K ladder, igraph ``get_k_shortest_paths`` in the corridor;
-(b) ours on the CPU with the exact PPR solve (``--ppr exact``: batched BM25, decomposed
-    weights, batched Numba power iteration to --tol, Numba Yen);
-(c) ours with the certified solve (``--ppr certified``: each query stops once its
-    corridor's top K is proven final at every rung of the K ladder).
-
-Prints per-stage ms/query of all three side by side, queries/s, the ratio to the
-reference, corridor Jaccard of the certified solve against the exact one (every rung) and
-of both against the reference's PRPACK solve (top 150), path-set agreement (the share of
-the exact build's bank paths that the certified build registered identically) and peak
-memory. ``--curve 0.2,0.5,1.0,2.0`` adds the cost per query of both solves at each scale.
-
-The machine's memory bandwidth is shared and swings between runs, so (a) and (b) alternate
-for ``--rounds`` rounds; the table shows each side's fastest round and the ratio of the two,
-and every round's own ratio is printed too. Every timed build of ours (each round, the GPU
-builds, the scale curve, the Ray runs) and the per-pair stage table come after an untimed
-build of one batch (or the stage run once) with the same settings, which compiles the Numba
-kernels or loads them from Numba's disk cache: no timed round carries the compilation, even
-with a cold cache.
-
-    adapath bench bank --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3]
-        [--slack 0] [--curve 0.2,0.5,1.0,2.0 --curve-queries 64] [--threads 1,2]
-
-``--threads 1,2[,...]`` first times the per-pair stage alone (corridors, paths and rows: one
-compiled call per batch) on the same solved batches at each thread count, alternating the
-counts for ``--rounds`` rounds, and prints pairs/s, the ratio to one thread
-(``pair_stage_scaling`` in the result) and the share of the stage's wall time spent outside
-the compiled call, holding the GIL. ``--pair-stage-only`` stops after that table.
-``--gpu-batch auto`` sizes the GPU batch from the device's free memory.
-
-With ``--executor ray --workers 1,2`` it measures scaling out instead (no reference): the
-local executor with 1 thread and with the most workers' threads, then a local Ray cluster
-with each worker count, all on the same queries after a warm-up build (worker start-up,
-kernel loading), and prints queries/s, the object-store put time of the graph and its BM25
-index, the overhead per task (driver-seen task time minus in-task time, one worker), the
-driver's commit time, and a projected queries/s against nodes from these numbers.
-
-    adapath bench bank --scale 1.0 --queries 256 --executor ray --workers 1,2
+    adapath bench bank --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--threads 1,2]
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
-import json
 import os
 import resource
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser
+from adapath.bench.result import report
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
@@ -260,7 +225,6 @@ def timed_build(graph, queries, config, executor, out, text):
 
 def scaling(args, graph, kg_dir, queries, config, work):
     """Queries/s of the local executor and of Ray workers, put time, per-task overhead."""
-    import dataclasses
     import logging
 
     import ray
@@ -305,41 +269,24 @@ def scaling(args, graph, kg_dir, queries, config, work):
     ray.shutdown()
 
     base = rows[0][2]
-    print(f"bench_bank --executor ray: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; "
-          f"{n} queries, batch {config.batch}, {-(-n // config.batch)} tasks per build (machine shared: noisy)")
-    print(f"{'executor':<20}{'queries/s':>11}{'vs local 1':>12}{'in-task s':>11}{'wall s':>9}{'overhead ms/task':>18}")
     for name, _, qps, in_task, wall, over in rows:
-        print(f"{name:<20}{qps:>11.2f}{qps / base:>11.2f}x{in_task:>11.1f}{wall:>9.1f}"
-              f"{'' if over is None else f'{1000 * over:,.0f}':>18}")
-        result["runs"][name] = {"queries_per_s": qps, "in_task_s": in_task, "wall_s": wall,
-                                "overhead_s_per_task": over}
-    put = min(puts)
-    print(f"object-store put of the graph and its BM25 index: {size / 2**20:,.0f} MiB in {put:.2f} s "
-          f"({size / 2**30 / put:.2f} GiB/s); Ray warm-up build (cluster join, worker start, kernel load): "
-          f"{', '.join(f'{s:.1f} s' for s in starts)}; driver commit per batch {1000 * commit:.1f} ms")
-
+        result["runs"][name] = {"queries_per_s": qps, "vs_local_1": qps / base, "in_task_s": in_task,
+                                "wall_s": wall, "overhead_s_per_task": over}
     # Projection: a worker runs a batch in t (in-task, one thread) plus the per-task overhead o;
     # the driver commits one batch every c seconds at most; the payload reaches each node once.
-    one = next(r for r in rows if r[0].startswith("ray, 1 "))
-    tasks = -(-n // config.batch)
-    t, o, c = one[3] / tasks, overheads[1], commit
-    per_worker = config.batch / (t + o)
-    driver_cap = config.batch / c
-    print(f"projected (per worker {per_worker:.2f} q/s = batch {config.batch} / ({t:.2f} s in task + "
-          f"{o:.2f} s overhead); driver cap {driver_cap:,.0f} q/s; {args.cores_per_node} workers per node):")
-    print(f"{'nodes':>6}{'workers':>9}{'queries/s':>11}{'10k queries':>13}")
+    put, one, tasks = min(puts), next(r for r in rows if r[0].startswith("ray, 1 ")), -(-n // config.batch)
+    per_worker = config.batch / (one[3] / tasks + overheads[1])
     projection = {}
     for nodes in [int(v) for v in args.project_nodes.split(",")]:
         workers = nodes * args.cores_per_node
-        qps = min(workers * per_worker, driver_cap)
-        start = put + nodes * size / (10e9 / 8)  # the payload over 10 Gbit/s, node by node
-        total = start + 10_000 / qps
+        qps = min(workers * per_worker, config.batch / commit)
+        total = put + nodes * size / (10e9 / 8) + 10_000 / qps  # the payload over 10 Gbit/s, node by node
         projection[nodes] = {"workers": workers, "queries_per_s": qps, "seconds_10k": total}
-        print(f"{nodes:>6}{workers:>9}{qps:>11,.0f}{total / 60:>11.1f} min")
-    result.update(put_seconds=put, payload_mib=size / 2**20, warmup_seconds=starts,
-                  commit_seconds=commit, projection=projection)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    result.update(put_seconds=put, payload_mib=size / 2**20, warmup_seconds=starts, commit_seconds=commit,
+                  per_worker_queries_per_s=per_worker, driver_cap_queries_per_s=config.batch / commit,
+                  projection=projection)
+    report(args, result, f"bench bank --executor ray: scale {args.scale}, {graph.num_nodes:,} nodes; {n} queries, "
+                         f"{tasks} tasks per build; projection: {args.cores_per_node} workers per node")
 
 
 def jaccard_top(a, b, k):
@@ -378,62 +325,45 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
             if t not in best or runner.stage_time.wall < best[t].wall:
                 best[t], thread_seconds[t] = runner.stage_time, spent["corridor"] + spent["paths"]
     pairs = best[1].pairs
-    base = pairs / best[1].wall
-    print(f"per-pair stage (corridors, paths and rows; one compiled call per batch) on {len(solved)} solved "
-          f"batches of batch {config.batch}, {pairs} pairs, exact solve; best of {max(1, args.rounds)} rounds; "
-          f"Numba's pool {numba.config.NUMBA_NUM_THREADS} threads, {os.cpu_count()} cores; "
-          f"load average at start {load_at_start}")
-    print(f"{'threads':>8}{'pairs/s':>10}{'vs 1 thread':>13}{'wall ms/pair':>14}{'thread ms/pair':>16}"
-          f"{'GIL-held share':>16}")
-    result = {"pairs": pairs, "batches": len(solved), "runs": {}}
+    result = {"pairs": pairs, "batches": len(solved), "numba_threads": numba.config.NUMBA_NUM_THREADS,
+              "load_average_at_start": load_at_start, "runs": {}}
     for t in counts:
         timing = best[t]
-        rate = pairs / timing.wall
-        workers = runners[t].pair_stage().workers
-        print(f"{t:>8}{rate:>10,.0f}{rate / base:>12.2f}x{1000 * timing.wall / pairs:>14.3f}"
-              f"{1000 * thread_seconds[t] / pairs:>16.3f}{timing.gil_share:>15.1%}"
-              + (f"  ({workers} workers: Numba's pool)" if workers != t else ""))
-        result["runs"][t] = {"pairs_per_s": rate, "ratio": rate / base, "wall_s": timing.wall,
-                             "compiled_s": timing.compiled, "gil_share": timing.gil_share, "workers": workers}
-    print("(GIL-held share: the stage's wall time outside the compiled call, which releases the GIL: "
-          "the batch's inputs and its rows)")
+        result["runs"][t] = {"pairs_per_s": pairs / timing.wall, "ratio": best[1].wall / timing.wall,
+                             "wall_s": timing.wall, "thread_ms_per_pair": 1000 * thread_seconds[t] / pairs,
+                             "compiled_s": timing.compiled, "gil_share": timing.gil_share,
+                             "workers": runners[t].pair_stage().workers}
     return {"pair_stage_scaling": {t: run["ratio"] for t, run in result["runs"].items()}, "pair_stage": result}
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="generated graph scale (1.0 = PrimeKG's size)")
-    parser.add_argument("--queries", type=int, default=256, help="generated training queries built by ours")
-    parser.add_argument("--reference-queries", type=int, default=12, help="of those, run by the reference")
-    parser.add_argument("--batch", type=int, default=32, help="queries per batch on the CPU")
-    parser.add_argument("--gpu-batch", default="64",
-                        help="queries per batch on the GPU (pipelined: the next batch is solved while "
-                             "this one's corridors run); auto: from the device's free memory")
-    parser.add_argument("--threads", default="",
-                        help="thread counts for the per-pair stage's scaling table, e.g. 1,2")
-    parser.add_argument("--pair-stage-only", action="store_true",
-                        help="with --threads: only the per-pair stage's scaling table")
-    parser.add_argument("--pipeline", action="store_true",
-                        help="pipeline the CPU builds too (the GPU builds always are)")
-    parser.add_argument("--tol", type=float, default=1e-8, help="PPR tolerance of the exact solve")
-    parser.add_argument("--seed", type=int, default=0, help="graph seed (the queries' is seed + 1)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of ours and the reference")
-    parser.add_argument("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
-    parser.add_argument("--certified-precision", choices=("float32", "float16"), default="float32",
-                        help="certified solve: --dense-precision (the exact side stays float32)")
-    parser.add_argument("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
-    parser.add_argument("--curve-queries", type=int, default=64, help="queries per scale of the curve")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the timed banks are built (default: a "
-                        "temporary folder; graphs and queries come from the bench cache)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="ray: queries/s of Ray workers next to the local executor (no reference)")
-    parser.add_argument("--workers", default="1,2", help="with --executor ray: worker counts to run")
-    parser.add_argument("--project-nodes", default="1,2,4,8,16",
-                        help="with --executor ray: node counts of the projected table")
-    parser.add_argument("--cores-per-node", type=int, default=32,
-                        help="with --executor ray: workers per node in the projected table")
-    return parser
+def arguments():
+    out = parser(__doc__, scale=1.0, seed=0, rounds=3, workdir=None)
+    add = out.add_argument
+    add("--queries", type=int, default=256, help="generated training queries built by ours")
+    add("--reference-queries", type=int, default=12, help="of those, run by the reference")
+    add("--batch", type=int, default=32, help="queries per batch on the CPU")
+    add("--gpu-batch", default="64", help="queries per batch on the GPU (pipelined: the next batch is solved "
+        "while this one's corridors run); auto: from the device's free memory")
+    add("--threads", default="", help="thread counts for the per-pair stage's scaling table, e.g. 1,2")
+    add("--pair-stage-only", action="store_true", help="with --threads: only the per-pair stage's scaling table")
+    add("--pipeline", action="store_true", help="pipeline the CPU builds too (the GPU builds always are)")
+    add("--tol", type=float, default=1e-8, help="PPR tolerance of the exact solve")
+    add("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
+    add("--certified-precision", choices=("float32", "float16"), default="float32",
+        help="certified solve: --dense-precision (the exact side stays float32)")
+    add("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
+    add("--curve-queries", type=int, default=64, help="queries per scale of the curve")
+    add("--executor", choices=("local", "ray"), default="local",
+        help="ray: queries/s of Ray workers next to the local executor (no reference)")
+    add("--workers", default="1,2", help="with --executor ray: worker counts to run")
+    add("--project-nodes", default="1,2,4,8,16", help="with --executor ray: node counts of the projected table")
+    add("--cores-per-node", type=int, default=32, help="with --executor ray: workers per node in the projection")
+    return out
+
+
+def solves(config, args) -> dict:
+    return {"exact": config, "certified": dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
+                                                              dense_precision=args.certified_precision)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -442,38 +372,34 @@ def main(argv: list[str] | None = None) -> None:
 
     from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
-    from adapath.bench.inputs import inputs
+    from adapath.bench.inputs import inputs, workdir
     from adapath.bench.timing import Line, Measured, alternate
     from adapath.datasets.biostrat import training_queries
     from adapath.retrieval.bm25 import GraphText
 
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_bank_"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = workdir(args.workdir, "bench_bank_")
     graph, kg_dir = inputs().graph(args.scale, args.seed)
     queries = training_queries(inputs().questions(graph, args.queries, args.seed + 1))
     single = [q for q in queries if len(q.topic_ids) == 1]
     config = BankConfig(batch=args.batch, tol=args.tol)
     if args.executor == "ray":
-        scaling(args, graph, kg_dir, queries, config, work)
-        return
+        return scaling(args, graph, kg_dir, queries, config, work)
     k_top = config.ladder[0]
 
     scaling_result = {}
     if args.threads:
         scaling_result = pair_stage_scaling(args, graph, kg_dir, single, config, load_at_start)
         if args.pair_stage_only:
-            if args.json:
-                args.json.write_text(json.dumps({"scale": args.scale, **scaling_result}, indent=2))
-            return
+            return report(args, {"scale": args.scale, **scaling_result}, "bench bank: the per-pair stage "
+                          "(corridors, paths and rows: one compiled call per batch; gil_share: wall time outside it)")
         gc.collect()
 
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
-    certified = dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
-                                    dense_precision=args.certified_precision)
-    solves = {"exact": config, "certified": certified}
+    both = solves(config, args)
+    certified = both["certified"]
     peak = {}  # per side, the largest over rounds of its own peak window
-    per_side = reset_peak_rss()
+    reset_peak_rss()  # where it cannot, a side's peak is the process's
     growth = {}  # per side, the largest over rounds of its peak above the RSS it started at
 
     def side(name, measure):
@@ -497,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
         seconds, rhos = reference_pipeline(graph, reference_queries, config, k_top)
         return sum(seconds.values()), (seconds, rhos)
 
-    sides = {name: side(name, lambda n=name, c=cfg: build(n, c)) for name, cfg in solves.items()}
+    sides = {name: side(name, lambda n=name, c=cfg: build(n, c)) for name, cfg in both.items()}
     sides["reference"] = side("reference", reference)
     # ours warm up inside each round (an untimed build of one batch); igraph has no kernel to compile
     rounds = alternate(sides, args.rounds, warm=dict.fromkeys(sides), line=Line("bank"))
@@ -513,47 +439,24 @@ def main(argv: list[str] | None = None) -> None:
     jaccard_first = float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(first_rhos, exact_rhos)]))
     jaccard_ref = {name: float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(rhos, ref_rhos)]))
                    for name, rhos in (("exact", exact_rhos), ("certified", cert_rhos))}
-    agreement = path_agreement(work / "exact", work / "certified")
 
-    best = {name: (rounds.best(name), rounds.best_value(name)) for name in solves}
+    best = {name: (rounds.best(name), rounds.best_value(name)) for name in both}
     ref_seconds = rounds.best_value("reference")[0]
     ref_qps = n_ref / sum(ref_seconds.values())
-    qps = {name: n_ours / best[name][0] for name in solves}
-    round_ratios = {name: [r * n_ours / n_ref for r in rounds.round_ratios("reference", name)] for name in solves}
-    print(f"bench_bank: scale {args.scale}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; ours on "
-          f"{n_ours} queries (batch {args.batch}{', pipelined' if args.pipeline else ''}), reference on {n_ref}; "
-          f"certify slack {args.slack}, certified dense precision {args.certified_precision}; "
-          f"load average at start {load_at_start} (machine shared: noisy)")
-    print(f"{'stage':<12}{'reference ms/q':>16}{'exact ms/q':>14}{'certified ms/q':>16}")
-    for stage in STAGES:
-        print(f"{stage:<12}{1000 * ref_seconds[stage] / n_ref:>16,.1f}{1000 * best['exact'][1][stage] / n_ours:>14,.1f}"
-              f"{1000 * best['certified'][1][stage] / n_ours:>16,.1f}")
-    print(f"{'end to end':<12}{1000 / ref_qps:>16,.1f}{1000 / qps['exact']:>14,.1f}{1000 / qps['certified']:>16,.1f}")
-    print(f"{'queries/s':<12}{ref_qps:>16,.2f}{qps['exact']:>14,.2f}{qps['certified']:>16,.2f}")
-    print(f"{'vs reference':<12}{1.0:>15.1f}x{qps['exact'] / ref_qps:>13.1f}x{qps['certified'] / ref_qps:>15.1f}x")
-    print(f"{'peak RSS MiB':<12}{peak['reference']:>16,.0f}{peak['exact']:>14,.0f}{peak['certified']:>16,.0f}"
-          + ("  (the process's peak while each side ran: the graph, what earlier sides left "
-             "resident, and the side's build)" if per_side else "  (process peak after each side)"))
-    if per_side:
-        print(f"{'peak added':<12}{growth['reference']:>16,.0f}{growth['exact']:>14,.0f}"
-              f"{growth['certified']:>16,.0f}  (MiB above the resident memory each side started at)")
-    print("per round vs reference: " + "; ".join(f"{name} {', '.join(f'{r:.1f}x' for r in rs)}"
-                                                   for name, rs in round_ratios.items()))
-    print("corridor Jaccard, certified vs exact: " + ", ".join(f"top-{k} {v:.4f}" for k, v in jaccard.items())
-          + f"; top-{k_top} vs the reference's PRPACK: exact {jaccard_ref['exact']:.4f}, "
-          f"certified {jaccard_ref['certified']:.4f}")
-    print(f"corridor Jaccard, first rung certified (as the build runs it) vs exact: top-{k_top} {jaccard_first:.4f}")
-    print(f"path-set agreement: {agreement:.4f} of the exact build's bank paths identical in the certified build")
+    qps = {name: n_ours / best[name][0] for name in both}
     result = {
         "scale": args.scale, "nodes": graph.num_nodes, "edges": graph.num_edges, "load_average_at_start": load_at_start,
         "queries_ours": n_ours, "queries_reference": n_ref, "batch": args.batch, "tol": args.tol,
         "certify_slack": args.slack, "certified_precision": args.certified_precision,
         "reference_queries_per_s": ref_qps,
         "queries_per_s": qps, "speedup": {k: v / ref_qps for k, v in qps.items()},
-        "speedup_per_round": round_ratios, "jaccard_certified_vs_exact": jaccard,
+        "speedup_per_round": {name: [r * n_ours / n_ref for r in rounds.round_ratios("reference", name)]
+                              for name in both},
+        "jaccard_certified_vs_exact": jaccard,
         "jaccard_vs_reference": jaccard_ref, "jaccard_first_rung_vs_exact": jaccard_first,
-        "path_agreement": agreement, "peak_rss_mib": peak, "peak_added_mib": growth,
-        "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in solves},
+        "path_agreement": path_agreement(work / "exact", work / "certified"),
+        "peak_rss_mib": peak, "peak_added_mib": growth,
+        "stage_ms": {name: {k: 1000 * v / n_ours for k, v in best[name][1].items()} for name in both},
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
         **scaling_result,
     }
@@ -566,44 +469,25 @@ def main(argv: list[str] | None = None) -> None:
     if has_gpu:
         from adapath.engine.ppr import device_batch, free_device_bytes
 
-        free = free_device_bytes()
-        gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free, queries=n_ours)
+        gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free_device_bytes(), queries=n_ours)
                      if args.gpu_batch == "auto" else int(args.gpu_batch))
-        gpu, device_ms = {}, {}
-        for name, cfg in solves.items():
+        result["gpu"] = {}
+        for name, cfg in both.items():
             gpu_cfg = dataclasses.replace(cfg, batch=gpu_batch, device="cuda", dense_precision="float32")
-            runner, _, gpu_total, gpu_seconds = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
-            gpu[name] = (gpu_total, gpu_seconds, path_agreement(work / "exact", work / f"gpu-{name}"))
-            device_ms[name] = {k: 1000 * v / n_ours for k, v in runner.ppr.device_seconds.items()}
-        print(f"GPU (CuPy, batch {gpu_batch}{' (auto, ' + f'{free / 2**30:,.0f} GiB free)' if args.gpu_batch == 'auto' else ''}, "
-              f"the next batch solved while this one's corridors run on {os.cpu_count()} CPU threads), "
-              "against the same reference:")
-        print(f"{'stage':<12}{'GPU exact ms/q':>16}{'GPU certified ms/q':>20}")
-        for stage in STAGES:
-            print(f"{stage:<12}" + "".join(f"{1000 * gpu[n][1][stage] / n_ours:>{w},.1f}"
-                                           for n, w in (("exact", 16), ("certified", 20))))
-        print(f"{'end to end':<12}{1000 * gpu['exact'][0] / n_ours:>16,.1f}{1000 * gpu['certified'][0] / n_ours:>20,.1f}")
-        print(f"{'queries/s':<12}{n_ours / gpu['exact'][0]:>16,.2f}{n_ours / gpu['certified'][0]:>20,.2f}")
-        print(f"{'vs reference':<12}{n_ours / gpu['exact'][0] / ref_qps:>15.1f}x"
-              f"{n_ours / gpu['certified'][0] / ref_qps:>19.1f}x")
-        print(f"{'paths same':<12}{gpu['exact'][2]:>16.4f}{gpu['certified'][2]:>20.4f}"
-              "  (share of the CPU exact build's bank paths identical)")
-        print("(PPR overlaps the corridors, so the stages add up to more than end to end; "
-              "corridor and paths are thread-seconds)")
-        for name, parts in device_ms.items():
-            print(f"GPU {name} PPR stage, ms/query on the device (synchronized): "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()))
-        result["gpu"] = {name: {"queries_per_s": n_ours / total, "speedup": n_ours / total / ref_qps,
-                                "stage_ms": {k: 1000 * v / n_ours for k, v in secs.items()},
-                                "device_ms": device_ms[name],
-                                "path_agreement_vs_cpu_exact": same, "batch": gpu_batch}
-                         for name, (total, secs, same) in gpu.items()}
-    else:
-        print("GPU: not available (no CuPy or no device on this machine)")
+            runner, _, total, secs = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
+            result["gpu"][name] = {
+                "queries_per_s": n_ours / total, "speedup": n_ours / total / ref_qps,
+                "stage_ms": {k: 1000 * v / n_ours for k, v in secs.items()},
+                "device_ms": {k: 1000 * v / n_ours for k, v in runner.ppr.device_seconds.items()},
+                "path_agreement_vs_cpu_exact": path_agreement(work / "exact", work / f"gpu-{name}"),
+                "batch": gpu_batch}
     if args.curve:
         result["curve"] = scale_curve(args, work)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    report(args, result, f"bench bank: scale {args.scale}, {graph.num_nodes:,} nodes; ours on {n_ours} queries (batch "
+                         f"{args.batch}{', pipelined' if args.pipeline else ''}), reference on {n_ref}; ms/query by "
+                         f"stage; peak memory in MiB (peak_added: above what each side started at); "
+                         f"GPU: {'CuPy' if has_gpu else 'not available (no CuPy or no device)'} (its PPR overlaps "
+                         "the corridors; corridor and paths are thread-seconds)")
 
 
 def scale_curve(args, work):
@@ -613,32 +497,21 @@ def scale_curve(args, work):
     from adapath.datasets.biostrat import training_queries
 
     rows = {}
-    print(f"scale curve: {args.curve_queries} generated queries per scale, batch {args.batch}, "
-          f"certify slack {args.slack}, certified dense precision {args.certified_precision}")
-    print(f"{'scale':>6}{'nodes':>10}{'half-edges':>13}{'exact ms/q':>12}{'certified ms/q':>16}"
-          f"{'ppr exact':>11}{'ppr cert.':>11}{'Jaccard':>9}{'paths same':>12}")
     for scale in [float(v) for v in args.curve.split(",")]:
         graph, kg_dir = inputs().graph(scale, args.seed)
         queries = [q for q in training_queries(inputs().questions(graph, args.curve_queries, args.seed + 1))
                    if len(q.topic_ids) == 1]
         config = BankConfig(batch=args.batch, tol=args.tol)
         got, runners = {}, {}
-        for name, cfg in (("exact", config),
-                          ("certified", dataclasses.replace(config, ppr="certified", certify_slack=args.slack,
-                                                            dense_precision=args.certified_precision))):
+        for name, cfg in solves(config, args).items():
             runners[name], _, total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
             got[name] = (1000 * total / len(queries), 1000 * seconds["ppr"] / len(queries))
         rhos_e = our_rhos(runners["exact"], queries[:32])
         rhos_c = our_rhos(runners["certified"], queries[:32], ladder=config.ladder[:1], slack=args.slack)
-        jac = float(np.mean([jaccard_top(a, b, config.ladder[0]) for a, b in zip(rhos_c, rhos_e)]))
-        same = path_agreement(work / "curve-exact", work / "curve-certified")
         rows[scale] = {"nodes": graph.num_nodes, "half_edges": int(graph.indices.shape[0]),
                        "exact_ms": got["exact"][0], "certified_ms": got["certified"][0],
                        "exact_ppr_ms": got["exact"][1], "certified_ppr_ms": got["certified"][1],
-                       "jaccard": jac, "path_agreement": same}
-        print(f"{scale:>6}{graph.num_nodes:>10,}{graph.indices.shape[0]:>13,}{got['exact'][0]:>12,.1f}"
-              f"{got['certified'][0]:>16,.1f}{got['exact'][1]:>11,.1f}{got['certified'][1]:>11,.1f}"
-              f"{jac:>9.4f}{same:>12.4f}", flush=True)
+                       "jaccard": float(np.mean([jaccard_top(a, b, config.ladder[0]) for a, b in zip(rhos_c, rhos_e)])),
+                       "path_agreement": path_agreement(work / "curve-exact", work / "curve-certified")}
         del graph
     return rows
-

@@ -1,24 +1,13 @@
-"""CPU routes for the MiniLM node encoder: speed (texts/s) and faithfulness to the torch
-float32 model (cosine rankings of real node texts against real questions).
-
-Texts are real BioStrat-QA node texts (name + first 300 description characters, as
-``kg embed`` encodes them) from the dev records' ``node_metadata``; queries are the
-records' explicit questions. For each route and each query (encoded by that route), the nodes are ranked by cosine
-and compared with the torch float32 ranking: top-10 overlap and Spearman's rho over all
-nodes. Routes that need a package not installed are listed as skipped.
+"""CPU routes of the MiniLM node encoder (torch float32 on all threads and on one, torch dynamic
+int8, ONNX Runtime float32 and int8, OpenVINO, float16 storage): texts/s of real node texts and
+agreement with torch float32's cosine rankings against real questions (top-10 overlap,
+Spearman); a route whose package is missing is listed as skipped.
 
     adapath bench encoder [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64]
-
-Routes: torch float32 (the reference, torch's default threads; again on one thread),
-torch dynamic int8 (``quantize_dynamic`` on the
-Linear layers), ONNX Runtime float32 and dynamic int8 (the model exported here with
-``torch.onnx.export``; needs onnxruntime and onnx), OpenVINO on the same ONNX file (when
-installed), and the reference vectors stored as float16.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -28,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.real_records import DEFAULT_RECORDS  # noqa: E402
+from adapath.bench.inputs import parser
+from adapath.bench.real_records import DEFAULT_RECORDS
 
 
 def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:
@@ -140,14 +130,13 @@ def onnx_routes(model, batch: int, workdir: Path):
     return routes
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records).")
-    parser.add_argument("--texts", type=int, default=600, help="Real node texts to encode and rank.")
-    parser.add_argument("--queries", type=int, default=100, help="Real questions ranking the texts.")
-    parser.add_argument("--batch", type=int, default=64, help="Encoder batch size.")
-    parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON here.")
-    return parser
+def arguments():
+    out = parser(__doc__)
+    out.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records).")
+    out.add_argument("--texts", type=int, default=600, help="Real node texts to encode and rank.")
+    out.add_argument("--queries", type=int, default=100, help="Real questions ranking the texts.")
+    out.add_argument("--batch", type=int, default=64, help="Encoder batch size.")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,20 +179,15 @@ def main(argv: list[str] | None = None) -> None:
     rows.append(("torch float32 stored as float16", ref_rate, ref.astype(np.float16).astype(np.float32),
                  query_vectors, ""))
 
-    print(f"bench_encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real questions, "
-          f"batch {args.batch}, {torch.get_num_threads()} threads")
-    print(f"{'route':<34}{'texts/s':>9}{'x ref':>7}{'top-10 overlap':>16}{'Spearman':>10}{'min cos':>9}")
     table = []
     for name, rate, vectors, route_queries, note in rows:
         if vectors is None:
-            print(f"{name:<34}{note}")
             table.append({"route": name, "note": note})
             continue
         overlap, rho = agreement(ref_scores, np.asarray(route_queries, dtype=np.float32) @ vectors.T)
-        min_cos = float(np.min(np.sum(ref * vectors, axis=1)))
-        print(f"{name:<34}{rate:>9.1f}{rate / ref_rate:>7.2f}{overlap:>16.3f}{rho:>10.4f}{min_cos:>9.4f}")
         table.append({"route": name, "texts_per_s": rate, "top10_overlap": overlap, "spearman": rho,
-                      "min_cosine_to_reference": min_cos})
-    if args.json:
-        args.json.write_text(json.dumps(table, indent=2))
+                      "min_cosine_to_reference": float(np.min(np.sum(ref * vectors, axis=1)))})
+    from adapath.bench.result import report
 
+    report(args, table, f"bench encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real "
+                        f"questions, batch {args.batch}, {torch.get_num_threads()} threads")

@@ -1,45 +1,26 @@
-"""GPU check, prepared for a session lent a GPU machine: every GPU path the project claims, in
-one run (under 8 minutes on one GPU at scale 1.0), printed as one table.
-
-Parts (each reports ``skipped: <reason>`` when its package or device is missing, and
-``failed: <error>`` without stopping the others):
-
-1. CuPy PPR against the CPU (Numba) kernel: L1 distance per column (target 1e-5), with the
-   fused CUDA step and with one sparse product per relation, and each one's ms per column.
-2. Path-Bank queries/s at ``--scale`` on the GPU (PPR on the GPU, every CPU core doing
-   corridors and paths), beside the CPU build of a smaller subset.
-3. FAISS on the GPU: flat inner-product search, queries/s and top-10 agreement with the CPU.
-4. Node embedding on CUDA (``kg embed --device cuda``): texts/s over every node of the graph,
-   and the cosine of its vectors against the CPU's on a sample.
-5. vLLM offline backend end to end on ``answer`` (tensor parallel 1) with a tiny randomly
-   initialised Llama-architecture model (a few MB, BPE tokenizer trained here) that this
-   script writes with transformers: no hub access needed. The model is written whenever
-   transformers is installed, so the CPU half of this part runs anywhere.
+"""Every GPU path in one table, each part skipped with its reason where its package or device is
+missing and failed without stopping the others: CuPy PPR against the CPU kernel (L1 per column,
+ms per column), the GPU Path-Bank build beside the CPU's, FAISS on the GPU, node embedding on
+CUDA, and vLLM answering end to end with a tiny random Llama written here. Parts 1 to 4 time
+after an untimed run of the same code on a small batch, which compiles the Numba and CUDA
+kernels; part 5 times `answer` with the engine's start.
 
     adapath bench gpu [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
-        [--workdir DIR]
-
-``--scale 0.01`` finishes in seconds (the test suite runs it so). The timed figures of parts
-1 to 4 come after an untimed run of the same code on a small batch (the PPR comparison, a bank
-of four queries per device, a FAISS search, an encoder call), which compiles the Numba and
-CUDA kernels or loads them from their caches; part 5 times `answer` end to end and says so
-(engine start and first calls included).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import inputs, parser, workdir
 
 PARTS = ("cupy PPR vs CPU kernel", "bank build on the GPU", "FAISS on the GPU", "node embedding on CUDA",
          "vLLM answer end to end")
@@ -78,25 +59,17 @@ class Context:
     """The generated graph and work folder, made once when a part needs them."""
 
     def __init__(self, args):
-        self.args = args
-        self.work = args.workdir or Path(tempfile.mkdtemp(prefix="check_gpu_"))
-        self.work.mkdir(parents=True, exist_ok=True)
-        self._graph = None
-        self._small = None
+        self.args, self.work, self._graph, self._small = args, workdir(args.workdir, "check_gpu_"), None, None
 
     @property
     def graph(self):
         if self._graph is None:
-            from adapath.bench.inputs import inputs
-
             self._graph, self.kg = inputs().graph(self.args.scale, 0)
         return self._graph
 
     def small(self):
         """A small graph, its bank and test questions, for the end-to-end answer run."""
         if self._small is None:
-            from adapath.bench.inputs import inputs
-
             graph, kg = inputs().graph(0.02, 21)
             bank = inputs().bank(graph, kg, inputs().questions(graph, 60, seed=1))
             test = inputs().questions(graph, self.args.answer_questions, seed=2, first_id=1000)
@@ -160,12 +133,11 @@ def part_bank(ctx: Context) -> str:
 
     from adapath.bank.build import BankConfig, build_bank
     from adapath.datasets.biostrat import training_queries
-    from adapath.datasets.generate import QueryGenerator
     from adapath.engine.ppr import device_batch, free_device_bytes
     from adapath.executors import LocalExecutor
 
     graph, args = ctx.graph, ctx.args
-    records = training_queries(QueryGenerator(graph).generate(args.queries, seed=1))
+    records = training_queries(inputs().questions(graph, args.queries, seed=1))
     gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free_device_bytes(), queries=len(records))
                  if args.batch == "auto" else int(args.batch))
     rates, runners, stages = {}, {}, {}
@@ -305,33 +277,31 @@ def part_vllm(ctx: Context) -> str:
             f"{calls:.1f} LLM calls per query")
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="Graph scale for parts 1-4 (1.0 = PrimeKG's size).")
-    parser.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
-    parser.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
-    parser.add_argument("--batch", default="256",
-                        help="Queries per PPR batch on the GPU; auto: from the device's free memory.")
-    parser.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
-    parser.add_argument("--workdir", type=Path, default=None, help="Work folder (graphs, banks, the tiny model); a temporary one by default.")
-    parser.add_argument("--json", type=Path, default=None, help="Also write the table as JSON here.")
-    parser.add_argument("--parts", default=",".join(PART_NAMES),
-                        help=f"Parts to run, of {','.join(PART_NAMES)} (the others are reported skipped).")
-    return parser
+def arguments():
+    out = parser(__doc__, scale=1.0, workdir=None)
+    out.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
+    out.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
+    out.add_argument("--batch", default="256", help="Queries per PPR batch on the GPU; auto: from the device's "
+                     "free memory.")
+    out.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
+    out.add_argument("--parts", default=",".join(PART_NAMES),
+                     help=f"Parts to run, of {','.join(PART_NAMES)} (the others are reported skipped).")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments()
-    args = parser.parse_args(argv)
+    cli = arguments()
+    args = cli.parse_args(argv)
     chosen = set(args.parts.split(","))
     if chosen - set(PART_NAMES):
-        parser.error(f"--parts: unknown {','.join(sorted(chosen - set(PART_NAMES)))}; choose of {','.join(PART_NAMES)}")
+        cli.error(f"--parts: unknown {','.join(sorted(chosen - set(PART_NAMES)))}; choose of {','.join(PART_NAMES)}")
+    from adapath.bench.result import report
+    from adapath.bench.timing import Line
 
-    ctx = Context(args)
-    rows = []
-    start = time.perf_counter()
+    ctx, rows, line = Context(args), [], Line("gpu")
     for name, short, part in zip(PARTS, PART_NAMES, (part_ppr, part_bank, part_faiss, part_embedding, part_vllm)):
         clock = time.perf_counter()
+        line.step(name)
         try:
             if short not in chosen:
                 raise Skip("not asked for (--parts)")
@@ -342,13 +312,4 @@ def main(argv: list[str] | None = None) -> None:
             status, detail = "failed", f"{type(exc).__name__}: {exc}".splitlines()[0]
         rows.append({"part": name, "status": status, "detail": detail,
                      "seconds": round(time.perf_counter() - clock, 1)})
-        print(f"  {name}: {status} ({rows[-1]['seconds']} s)", file=sys.stderr, flush=True)
-
-    width = max(len(r["part"]) for r in rows)
-    print(f"check_gpu: scale {args.scale}; {time.perf_counter() - start:.0f} s in all")
-    print(f"{'part':<{width}}  {'status':<8}{'s':>7}  detail")
-    for r in rows:
-        print(f"{r['part']:<{width}}  {r['status']:<8}{r['seconds']:>7.1f}  {r['detail']}")
-    if args.json:
-        args.json.write_text(json.dumps({"scale": args.scale, "rows": rows}, indent=2))
-
+    report(args, {"scale": args.scale, "rows": rows}, f"bench gpu: scale {args.scale}")

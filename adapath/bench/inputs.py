@@ -11,13 +11,36 @@ its inputs from here. The folder is ``ADAPATH_BENCH_CACHE``, else ``~/.cache/ada
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 ENV = "ADAPATH_BENCH_CACHE"
+# the options benches spell alike: (type, help)
+COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
+          "rounds": (int, "timed rounds (sides alternating)"), "records_file": (Path, "BioStrat-QA JSONL (dev records)"),
+          "workdir": (Path, "work folder (default: a temporary one; inputs come from the bench cache)")}
+
+
+def parser(doc: str, **defaults) -> argparse.ArgumentParser:
+    """A bench's parser: its docstring's first line, the common options it names (with their
+    defaults) and ``--json`` (where the runner takes the figures)."""
+    out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
+    for name, default in defaults.items():
+        kind, text = COMMON[name]
+        out.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=text)
+    out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    return out
+
+
+def workdir(path: Path | None, prefix: str) -> Path:
+    work = path or Path(tempfile.mkdtemp(prefix=prefix))
+    work.mkdir(parents=True, exist_ok=True)
+    return work
 
 
 def cache_root() -> Path:

@@ -1,43 +1,28 @@
-"""Knowledge-graph benchmark: generation and PrimeKG kg.csv import at a given scale.
-
-Each stage runs in its own process so its wall time and peak resident memory are its own.
-The kg.csv is written from a generated graph in PrimeKG's exact format (12 columns, every
-relationship in both directions), so at scale 1.0 it has PrimeKG's 8.1 M rows.
+"""Graph generation, PrimeKG kg.csv writing (its exact format: 8.1 M rows at scale 1.0) and
+import, and loading: seconds and peak memory, each stage in a process of its own.
 
     adapath bench kg [--scale 1.0] [--workdir DIR]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser, workdir
 
-STAGES = {
-    "generate": (
-        "from adapath.sources.synthetic import generate\n"
-        "generate(scale={scale}, seed=0).save(r'{work}/synth', overwrite=True)\n"
-    ),
-    "write kg.csv": (
-        "from adapath.bench.kg import write_primekg_csv\n"
-        "from adapath.engine.graph import KnowledgeGraph\n"
-        "write_primekg_csv(KnowledgeGraph.load(r'{work}/synth'), r'{work}/kg.csv')\n"
-    ),
-    "import kg.csv": (
-        "from adapath.sources.primekg import load_primekg\n"
-        "load_primekg(r'{work}/kg.csv').save(r'{work}/imported', overwrite=True)\n"
-    ),
-    "load (mmap)": (
-        "from adapath.engine.graph import KnowledgeGraph\n"
-        "g = KnowledgeGraph.load(r'{work}/imported'); g.neighbors(0)\n"
-    ),
+LOAD = "from adapath.engine.graph import KnowledgeGraph\n"
+STAGES = {  # each a child process's code
+    "generate": "from adapath.sources.synthetic import generate\n"
+                "generate(scale={scale}, seed=0).save(r'{work}/synth', overwrite=True)",
+    "write kg.csv": LOAD + "from adapath.bench.kg import write_primekg_csv\n"
+                           "write_primekg_csv(KnowledgeGraph.load(r'{work}/synth'), r'{work}/kg.csv')",
+    "import kg.csv": "from adapath.sources.primekg import load_primekg\n"
+                     "load_primekg(r'{work}/kg.csv').save(r'{work}/imported', overwrite=True)",
+    "load (mmap)": LOAD + "g = KnowledgeGraph.load(r'{work}/imported'); g.neighbors(0)",
 }
 
 
@@ -48,6 +33,7 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
     import pyarrow.csv as pacsv
 
     from adapath.engine.schema import PRIMEKG_RELATIONS
+    from adapath.sources.primekg import PRIMEKG_COLUMNS
 
     fine = {}
     for r in PRIMEKG_RELATIONS:
@@ -56,7 +42,7 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
     src = graph.src
     names = graph.names
     with pacsv.CSVWriter(path, pa.schema([(c, pa.string()) if "index" not in c else (c, pa.int64())
-                                          for c in _columns()])) as writer:
+                                          for c in PRIMEKG_COLUMNS])) as writer:
         for lo in range(0, graph.num_half_edges, chunk):
             hi = min(lo + chunk, graph.num_half_edges)
             x, y = src[lo:hi], graph.indices[lo:hi]
@@ -75,12 +61,6 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
             writer.write_table(table)
 
 
-def _columns():
-    from adapath.sources.primekg import PRIMEKG_COLUMNS
-
-    return PRIMEKG_COLUMNS
-
-
 def run_stage(code: str) -> tuple[float, float]:
     """Run code in a child process; return (seconds, peak RSS in MiB)."""
     start = time.perf_counter()
@@ -92,32 +72,21 @@ def run_stage(code: str) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="generated graph scale (1.0 = PrimeKG's size)")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the stages write (default: a temporary folder)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
-    return parser
+def arguments():
+    return parser(__doc__, scale=1.0, workdir=None)
 
 
 def main(argv: list[str] | None = None) -> None:
+    from adapath.bench.result import report
+
     args = arguments().parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_kg_"))
-    work.mkdir(parents=True, exist_ok=True)
-    rows = []
+    work, rows = workdir(args.workdir, "bench_kg_"), []
     for stage, template in STAGES.items():
         seconds, rss = run_stage(template.format(scale=args.scale, work=work))
         extra = ""
         if stage == "write kg.csv":
-            size = (work / "kg.csv").stat().st_size
             with open(work / "kg.csv", "rb") as handle:
                 lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 24), b""))
-            extra = f"{lines - 1:,} rows, {size / 2**20:,.0f} MiB"
+            extra = f"{lines - 1:,} rows, {(work / 'kg.csv').stat().st_size / 2**20:,.0f} MiB"
         rows.append({"stage": stage, "seconds": round(seconds, 2), "peak_rss_mib": round(rss), "note": extra})
-    print(f"bench_kg at scale {args.scale} (work dir {work})")
-    print(f"{'stage':<16}{'seconds':>10}{'peak RSS MiB':>15}  note")
-    for row in rows:
-        print(f"{row['stage']:<16}{row['seconds']:>10.2f}{row['peak_rss_mib']:>15,}  {row['note']}")
-    if args.json:
-        args.json.write_text(json.dumps({"scale": args.scale, "stages": rows}, indent=2))
-
+    report(args, {"scale": args.scale, "stages": rows}, f"bench kg at scale {args.scale} (work dir {work})")

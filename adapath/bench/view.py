@@ -1,10 +1,6 @@
-"""How fast the HTML viewer opens with many questions, in headless Chromium.
-
-On a generated graph: generate N questions, make two methods' results for all three levels
-(paths of the question's hop count, explored entities, meta-paths), write the page, then
-open it in headless Chromium several times and time, inside the page: reading the file
-(response end), DOMContentLoaded, parsing the embedded JSON, the list's first render (page
-ready), drawing one question's detail, applying a filter and a text search.
+"""The result viewer's page size, writing time and load times in headless Chromium (file,
+DOMContentLoaded, JSON.parse, list ready, a question's detail, a filter, a search; the median
+of ``--rounds`` loads) for two methods' results on generated questions at each size.
 
     adapath bench view [--sizes 300,1000,3000] [--rounds 3] [--scale 0.05]
     adapath bench view --page demo/report/view.html --screenshot docs/view.png [--select ID|LEVEL]
@@ -14,8 +10,6 @@ The second form only takes a screenshot of an existing page (the README's pictur
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -25,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
@@ -95,10 +90,6 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
     graph, _ = inputs().graph(scale, seed)
     records = inputs().questions(graph, max(sizes), seed=seed + 1)
     runs = fake_results(graph, records, seed + 2)
-    columns = ["questions", "answers", "HTML MB", "write s", "file ms", "DOMContentLoaded ms",
-               "JSON.parse ms", "list ready ms", "detail ms", "filter ms", "search ms"]
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "|".join("---:" for _ in columns) + "|")
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Browser(width=1400, height=900) as browser:
         for n in sizes:
@@ -118,9 +109,6 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
             answers = sum(len(v) for v in subset.values())
             rows.append({"questions": n, "answers": answers, "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
                          **{f"{k}_ms": v for k, v in med.items()}})
-            print(f"| {n:,} | {answers:,} | {out.stat().st_size / 1e6:.1f} | {write_s:.2f} | {med['file']:.0f} | "
-                  f"{med['dcl']:.0f} | {med['parse']:.0f} | {med['ready']:.0f} | {med['detail']:.1f} | "
-                  f"{med['filter']:.1f} | {med['search']:.1f} |")
     return rows
 
 
@@ -141,31 +129,28 @@ def screenshot(page: Path, out: Path, select: str | None, width: int, height: in
     print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)")
 
 
-def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
-    parser.add_argument("--rounds", type=int, default=3, help="page loads per size (median shown)")
-    parser.add_argument("--scale", type=float, default=0.05, help="generated graph scale")
-    parser.add_argument("--seed", type=int, default=0, help="graph seed (the questions' is seed + 1)")
-    parser.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
-    parser.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
-    parser.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
-    parser.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
-    return parser
+def arguments():
+    out = parser(__doc__, scale=0.05, seed=0, rounds=3)
+    out.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
+    out.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
+    out.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
+    out.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
+    out.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments()
-    args = parser.parse_args(argv)
+    cli = arguments()
+    args = cli.parse_args(argv)
     if args.page:
         if not args.screenshot:
-            parser.error("--page needs --screenshot")
+            cli.error("--page needs --screenshot")
         width, height = (int(v) for v in args.size.split("x"))
         screenshot(args.page, args.screenshot, args.select, width, height)
         rows = [{"screenshot": str(args.screenshot)}]
     else:
         rows = bench([int(s) for s in args.sizes.split(",")], args.rounds, args.scale, args.seed)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    from adapath.bench.result import report
+
+    report(args, rows, f"the viewer in headless Chromium, scale {args.scale}, median of {args.rounds} loads")
 
