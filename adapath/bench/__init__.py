@@ -1,15 +1,8 @@
-"""``adapath bench``: every benchmark as one subcommand over shared parts.
-
-- ``inputs``: the graph, questions, bank and split a bench names, built once under one cache
-  folder, keyed by what they are made of;
-- ``timing``: the warm-up rule, the alternating comparison and the progress line;
-- ``environment``: the machine (``adapath collect-env``);
-- ``result``: the one result format (``result.schema.json``), ``compare`` and the docs' tables;
-- ``runner``: runs a bench by name and writes its result; ``suite``: runs a suite file of benches.
-
-Each bench module (``BENCHES``) has ``arguments()`` (its options) and ``main(argv)``, which
-prints its table and writes its figures to ``--json``.
-"""
+"""``adapath bench``: every benchmark a subcommand (a module of ``BENCHES`` with ``arguments()``
+and ``main(argv)``) over shared parts: ``inputs`` (the graph, questions, bank and split a bench
+names, built once under one cache folder), ``timing`` (warm-up, alternating rounds, progress
+line), ``environment`` (the machine), ``result`` (the result format, ``compare``, the tables),
+``runner`` (runs a bench, writes its result) and ``suite`` (runs a suite file)."""
 
 # name: (module, what it measures, in a line)
 BENCHES = {

@@ -11,7 +11,6 @@ answers with git revision REV's code (speed ratio, share of identical answers an
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,7 +21,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 LEVELS = ("explicit", "implicit", "bare")
@@ -70,14 +68,9 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     expect = expected_header(graph, encoder.name)
     if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
         clock = time.perf_counter()
-        last = [clock]
 
-        def note(progress):
-            if time.perf_counter() - last[0] > 30:
-                last[0] = time.perf_counter()
-                print(f"  node embeddings: {progress.done:,}/{progress.total:,}, {progress.rate:.1f} texts/s",
-                      flush=True)
-                record.write_text(json.dumps({"seconds": seconds + last[0] - clock}))
+        def note(progress):  # the seconds so far kept, in case the run stops
+            record.write_text(json.dumps({"seconds": seconds + time.perf_counter() - clock}))
 
         embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=1024, on_progress=note)
         seconds += time.perf_counter() - clock
@@ -86,6 +79,8 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 
 
 def arguments():
+    from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
+
     out = parser(__doc__, scale=1.0)
     out.add_argument("--queries", default="generated",
                      help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
@@ -95,7 +90,6 @@ def arguments():
                      help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
     out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
                      help="with biostrat: the CPU route encoding the questions (answer's is torch).")
-    out.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)  # the --compare side
     out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
     out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
     out.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
@@ -107,8 +101,6 @@ def arguments():
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-    if args.child is not None:
-        return answer_child(args.child)
     if args.queries != "generated":
         return main_real(args)
 
@@ -116,8 +108,6 @@ def main(argv: list[str] | None = None) -> None:
     from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import query_from_record
     from adapath.llm import ScriptedBackend
-    from adapath.methods.base import MethodContext
-    from adapath.methods.registry import get_method
     from adapath.retrieval.dense import make_encoder
 
     graph, kg = inputs().graph(args.scale, 0)
@@ -131,12 +121,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # the method as `adapath answer --method adapath` builds it (its defaults: with --llm none the
     # walk scorer and level-matched retrieval; with an LLM the paper's beam)
-    spec = get_method("adapath")
-
-    def build(llm):
-        return spec.make(MethodContext(graph, kg, llm, args.encoder, bank_dir, None, spec.resolve_params({})))
-
-    pipeline = build(None)
+    pipeline = make_pipeline(graph, kg, bank_dir, args.encoder, {})
     assert pipeline.nodes.precomputed, "the node-embedding store should be complete here"
     pipeline.answer(queries[:2])  # untimed warm-up before (b) and (a): kernels compiled, page cache
 
@@ -162,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     # (c) the scripted backend: calls and prompt tokens per query
     backend = ScriptedBackend(rules={"Reply with JSON": '{"answer_type": "drug", "hops": 2}',
                                      "numbers in braces": "{1, 2, 3}"}, default="{answer}")
-    scripted = build(backend)
+    scripted = make_pipeline(graph, kg, bank_dir, args.encoder, {}, llm=backend)
     results = answer_all(scripted, queries, args.batch)
     calls = sum(r.usage["calls"] for r in results) / len(results)
     tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
@@ -185,8 +170,14 @@ def clock_stages(pipeline, levels) -> StageClock:
     from adapath.engine import traverse
     from adapath.methods import walk_scorer
 
-    stages = StageClock()
-    planner = pipeline.planner
+    stages, planner = StageClock(), pipeline.planner
+
+    def wrap_afresh(owner, name, stage):  # a class's or module's function: wrapped from its original
+        if not hasattr(owner, f"_bench_{name}"):
+            setattr(owner, f"_bench_{name}", getattr(owner, name))
+        setattr(owner, name, getattr(owner, f"_bench_{name}"))
+        stages.wrap(owner, name, stage)
+
     stages.wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
     if planner.banks is not None and pipeline.config.type_model:
         stages.wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
@@ -195,11 +186,8 @@ def clock_stages(pipeline, levels) -> StageClock:
     stages.wrap(planner, "realizable", "meta-path realizability")
     stages.wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
     if pipeline.config.scorer == "beam":
-        for name in ("groups", "advance"):
-            if not hasattr(traverse.TraversalState, f"_bench_{name}"):
-                setattr(traverse.TraversalState, f"_bench_{name}", getattr(traverse.TraversalState, name))
-            setattr(traverse.TraversalState, name, getattr(traverse.TraversalState, f"_bench_{name}"))
-            stages.wrap(traverse.TraversalState, name, f"traversal: {'candidate groups' if name == 'groups' else name}")
+        wrap_afresh(traverse.TraversalState, "groups", "traversal: candidate groups")
+        wrap_afresh(traverse.TraversalState, "advance", "traversal: advance")
         stages.wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
         stages.wrap(pipeline.explorer, "_found", "answer ranking")
     stages.wrap(pipeline.nodes, "get", "node-vector lookups")
@@ -208,10 +196,7 @@ def clock_stages(pipeline, levels) -> StageClock:
         for name, stage in (("propagate", "walk scorer: propagation"),
                             ("heaviest_walks_through", "walk scorer: heaviest walks"),
                             ("through", "walk scorer: explored flow")):
-            if not hasattr(walk_scorer, f"_bench_{name}"):
-                setattr(walk_scorer, f"_bench_{name}", getattr(walk_scorer, name))
-            setattr(walk_scorer, name, getattr(walk_scorer, f"_bench_{name}"))
-            stages.wrap(walk_scorer, name, stage)
+            wrap_afresh(walk_scorer, name, stage)
     return stages
 
 
@@ -240,11 +225,9 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
     clock = time.perf_counter()
     results = answer_all(pipeline, queries, batch)
     rate = len(queries) / (time.perf_counter() - clock)
-    out = []
-    for r in results:
-        obj = r.to_json()
-        obj["usage"] = {k: v for k, v in obj["usage"].items() if k != "seconds"}
-        out.append(obj)
+    out = [r.to_json() for r in results]
+    for obj in out:
+        obj["usage"].pop("seconds", None)
     return rate, out
 
 
@@ -273,13 +256,13 @@ def real_setup(args):
     return work, graph, bank, queries, len(bank_records), len(test)
 
 
-def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, scorer: str, encoder=None):
-    """The method as ``adapath answer --method adapath --llm none --param scorer=...`` builds it."""
+def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, params: dict, encoder=None, llm=None):
+    """The method as ``adapath answer --method adapath [--param ...]`` builds it."""
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
 
     spec = get_method("adapath")
-    context = MethodContext(graph, kg, None, encoder_spec, bank, None, spec.resolve_params({"scorer": scorer}))
+    context = MethodContext(graph, kg, llm, encoder_spec, bank, None, spec.resolve_params(params))
     if encoder is not None:
         context._encoder = encoder
     return spec.make(context)
@@ -299,7 +282,7 @@ def answer_child(job: Path) -> None:
     out = {}
     for scorer in spec["scorers"]:
         rate, results = timed_answers(lambda s=scorer: make_pipeline(graph, Path(spec["kg"]), Path(spec["bank"]),
-                                                                      spec["encoder"], s), queries, spec["batch"])
+                                                                      spec["encoder"], {"scorer": s}), queries, spec["batch"])
         out[scorer] = {"queries_per_s": rate, "results": results}
     tmp = job.with_suffix(".tmp")
     tmp.write_text(json.dumps(out))
@@ -364,7 +347,7 @@ def main_real(args) -> None:
     def fresh(scorer):  # a pass starts with no question remembered, as a new `answer` run
         if hasattr(encoder, "recent"):
             encoder.recent = type(encoder.recent)(encoder.recent.capacity)
-        return make_pipeline(graph, kg, bank, args.encoder, scorer, encoder)
+        return make_pipeline(graph, kg, bank, args.encoder, {"scorer": scorer}, encoder)
 
     for scorer in scorers:
         rate, results = timed_answers(lambda s=scorer: fresh(s), queries, args.batch)
@@ -386,5 +369,5 @@ def main_real(args) -> None:
            "and explored nodes, of results to 1e-5 and exactly, as the --compare revision's)")
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the --compare side: python answer.py --child JOB
+    answer_child(Path(sys.argv[2]))

@@ -23,41 +23,31 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.environment import proc_field
 from adapath.bench.inputs import parser
 from adapath.bench.result import report
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
 
-def reset_peak_rss() -> bool:
-    """Start a new peak-RSS window (Linux: writing 5 to clear_refs resets VmHWM to the
-    current RSS); False where the kernel does not allow it (the peak is then the process's)."""
+def reset_peak_rss() -> None:
+    """Start a new peak-RSS window (Linux: 5 in clear_refs resets VmHWM to the current RSS);
+    where the kernel does not allow it, the peak stays the process's."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status_mib(field: str) -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return None
+
+
+def status_mib(field: str) -> float | None:
+    value = proc_field("/proc/self/status", field)
+    return None if value is None else int(value.split()[0]) / 1024
 
 
 def peak_rss_mib() -> float:
     """Peak resident memory since the last ``reset_peak_rss`` (else since the start), MiB."""
-    peak = _status_mib("VmHWM")
+    peak = status_mib("VmHWM")
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
-
-
-def rss_mib() -> float:
-    """Resident memory now, MiB (0 where /proc is missing)."""
-    return _status_mib("VmRSS") or 0.0
 
 
 def reference_pipeline(graph, queries, config, k_top):
@@ -132,8 +122,9 @@ def reference_pipeline(graph, queries, config, k_top):
 
 
 def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
-    """(runner, set-up s, build s, stage seconds) of one fresh build, after an untimed build of
-    one batch; ``pipeline`` as ``LocalExecutor`` takes it (None: on the GPU only)."""
+    """(runner, seconds, stage seconds) of one fresh build after an untimed build of one batch
+    (kernels compiled; the executor keeps the runner, whose PPR work arrays start the timed build
+    mapped, as in a long build); ``pipeline`` as ``LocalExecutor`` takes it."""
     import shutil
 
     from adapath.bank.build import build_bank
@@ -142,20 +133,13 @@ def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
-    clock = time.perf_counter()
     text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
     executor = LocalExecutor(threads=os.cpu_count() or 1, pipeline=pipeline)
-    setup = time.perf_counter() - clock
-    # one batch first, untimed: kernels compile (or load from Numba's disk cache), and the
-    # executor keeps this runner, whose PPR work arrays then start the timed build mapped, as
-    # in a long build (fresh pages fault slowly)
     build_bank(graph, queries[:config.batch], workdir / f"{name}-warmup", config, executor, text=text)
     executor.worker.runner.ppr.device_seconds.clear()  # the timed build's own
     clock = time.perf_counter()
     progress = build_bank(graph, queries, workdir / name, config, executor, text=text)
-    total = time.perf_counter() - clock
-    seconds = {k: v for k, v in progress.seconds.items()}
-    return executor.worker.runner, setup, total, seconds
+    return executor.worker.runner, time.perf_counter() - clock, dict(progress.seconds)
 
 
 def path_keys(bank: Path) -> list[tuple]:
@@ -407,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
         untimed build of one batch), the reference its stages."""
         def run():
             reset_peak_rss()
-            start = rss_mib()
+            start = status_mib("VmRSS") or 0.0
             seconds, value = measure()
             peak[name] = max(peak.get(name, 0.0), peak_rss_mib())
             growth[name] = max(growth.get(name, 0.0), peak_rss_mib() - start)
@@ -416,8 +400,7 @@ def main(argv: list[str] | None = None) -> None:
         return run
 
     def build(name, cfg):
-        _, _, total, seconds = ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)
-        return total, seconds
+        return ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)[1:]
 
     def reference():
         seconds, rhos = reference_pipeline(graph, reference_queries, config, k_top)
@@ -474,7 +457,7 @@ def main(argv: list[str] | None = None) -> None:
         result["gpu"] = {}
         for name, cfg in both.items():
             gpu_cfg = dataclasses.replace(cfg, batch=gpu_batch, device="cuda", dense_precision="float32")
-            runner, _, total, secs = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
+            runner, total, secs = ours(graph, kg_dir, single, gpu_cfg, work, f"gpu-{name}")
             result["gpu"][name] = {
                 "queries_per_s": n_ours / total, "speedup": n_ours / total / ref_qps,
                 "stage_ms": {k: 1000 * v / n_ours for k, v in secs.items()},
@@ -504,7 +487,7 @@ def scale_curve(args, work):
         config = BankConfig(batch=args.batch, tol=args.tol)
         got, runners = {}, {}
         for name, cfg in solves(config, args).items():
-            runners[name], _, total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
+            runners[name], total, seconds = ours(graph, kg_dir, queries, cfg, work, f"curve-{name}")
             got[name] = (1000 * total / len(queries), 1000 * seconds["ppr"] / len(queries))
         rhos_e = our_rhos(runners["exact"], queries[:32])
         rhos_c = our_rhos(runners["certified"], queries[:32], ladder=config.ladder[:1], slack=args.slack)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +36,11 @@ def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], 
 
 
 def timed(encode, texts: list[str], rounds: int = 2) -> tuple[np.ndarray, float]:
-    encode(texts[:16])  # warm-up: allocation, graph optimisation
-    best, vectors = float("inf"), None
-    for _ in range(rounds):
-        clock = time.perf_counter()
-        vectors = encode(texts)
-        best = min(best, time.perf_counter() - clock)
-    return np.asarray(vectors, dtype=np.float32), len(texts) / best
+    """(vectors, texts/s of the best round), after a warm-up call (allocation, graph optimisation)."""
+    from adapath.bench.timing import alternate
+
+    done = alternate({"route": lambda: encode(texts)}, rounds, warm={"route": lambda: encode(texts[:16])})
+    return np.asarray(done.best_value("route"), dtype=np.float32), len(texts) / done.best("route")
 
 
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -36,28 +36,22 @@ def commit() -> dict:
     return {"commit": sha, "dirty": None if status is None else bool(status)}
 
 
-def cpu_model() -> str:
+def proc_field(path: str, name: str) -> str | None:
+    """The value of ``name:`` in a /proc file (None where there is none)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        return next((line.split(":", 1)[1].strip() for line in Path(path).read_text().splitlines()
+                     if line.split(":", 1)[0].strip() == name), None)
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return None
 
 
 def memory_gib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    return None
+    total = proc_field("/proc/meminfo", "MemTotal")
+    return None if total is None else round(int(total.split()[0]) / 2**20, 1)
 
 
-def nvidia_smi() -> str | None:
-    """nvidia-smi's CSV of the GPUs (None where there is no nvidia-smi or it fails)."""
+def gpus() -> list[dict] | None:
+    """One entry per GPU (model, driver, memory in MiB) from nvidia-smi; None without one."""
     if shutil.which("nvidia-smi") is None:
         return None
     try:
@@ -65,19 +59,10 @@ def nvidia_smi() -> str | None:
                                "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def gpus() -> list[dict] | None:
-    """One entry per GPU: model, driver, memory (MiB); None without one."""
-    text = nvidia_smi()
-    if not text or not text.strip():
+    if done.returncode or not done.stdout.strip():
         return None
-    out = []
-    for line in text.strip().splitlines():
-        name, driver, memory = (part.strip() for part in line.split(","))
-        out.append({"model": name, "driver": driver, "memory_mib": int(float(memory))})
-    return out
+    parts = [[part.strip() for part in line.split(",")] for line in done.stdout.strip().splitlines()]
+    return [{"model": name, "driver": driver, "memory_mib": int(float(memory))} for name, driver, memory in parts]
 
 
 def version(distributions: tuple[str, ...]) -> str | None:
@@ -90,18 +75,13 @@ def version(distributions: tuple[str, ...]) -> str | None:
 
 
 def threads() -> dict:
-    """Thread counts: Numba's (as configured), torch's (where this process imported torch),
-    and the variables that set them."""
-    numba_threads = None
-    if "numba" in sys.modules or version(("numba",)):
-        try:
-            import numba
-
-            numba_threads = int(numba.config.NUMBA_NUM_THREADS)
-        except ImportError:
-            pass
-    torch_threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
-    return {"numba": numba_threads, "torch": torch_threads,
+    """Numba's thread count (as configured), torch's (where this process imported torch), and
+    the variables that set them."""
+    numba = sys.modules.get("numba")
+    if numba is None and version(("numba",)):
+        import numba
+    return {"numba": int(numba.config.NUMBA_NUM_THREADS) if numba else None,
+            "torch": sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None,
             "variables": {v: os.environ.get(v) for v in THREAD_VARIABLES}}
 
 
@@ -117,7 +97,8 @@ def collect_env() -> dict:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "adapath": adapath.__version__,
-        "cpu": {"model": cpu_model(), "cores": cores, "usable_cores": usable},
+        "cpu": {"model": proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine(),
+                "cores": cores, "usable_cores": usable},
         "memory_gib": memory_gib(),
         "gpu": gpus(),
         "threads": threads(),

@@ -1,13 +1,7 @@
 """The inputs a bench names (a generated graph, its questions, a Path-Bank, a split of real
-records), built once and kept under one cache folder by what they are made of.
-
-A request becomes a key: the blake2b of the request itself, where a graph stands for itself
-by its checksum and a file by the digest of its bytes. Two benches (or two runs) that ask for
-the same graph, the same questions or the same bank get the same folder, and only the first
-builds it; a bench whose figure is a build's time builds that one itself, timed, and reads only
-its inputs from here. The folder is ``ADAPATH_BENCH_CACHE``, else ``~/.cache/adapath/bench``
-(``adapath bench NAME --cache DIR`` sets it for one run).
-"""
+records), built once under one cache folder (``ADAPATH_BENCH_CACHE``, else
+``~/.cache/adapath/bench``) in a folder named by the blake2b of the request (a graph by its
+checksum, a file by its bytes' digest): a second bench asking for the same one reuses it."""
 
 from __future__ import annotations
 

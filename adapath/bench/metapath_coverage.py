@@ -7,7 +7,6 @@ before); each setting's kernels compiled by an untimed build of four records fir
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
@@ -43,9 +42,10 @@ def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     import pyarrow.parquet as pq
 
-    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.build import BankConfig
     from adapath.bench.inputs import inputs
     from adapath.bench.result import report
+    from adapath.bench.timing import timed_build
     from adapath.datasets.biostrat import load_records, training_queries
     from adapath.executors import LocalExecutor
 
@@ -53,15 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     graph, kg = inputs().graph(args.scale, args.seed, evidence=[args.records_file])
     work, queries, executor = workdir(None, "bench_coverage_"), training_queries(records), LocalExecutor()
     caps = [int(v) for v in args.sequences.split(",")]
-    for cap in caps:  # untimed: kernels compiled or loaded, not timed below
-        build_bank(graph, queries[:4], work / f"warm-{cap}", BankConfig(relation_sequences=cap), executor,
-                   graph_dir=kg)
     result = {}
     for cap in caps:
-        clock = time.perf_counter()
-        build_bank(graph, queries, work / f"bank-{cap}", BankConfig(relation_sequences=cap), executor,
-                   graph_dir=kg)
-        seconds = time.perf_counter() - clock
+        seconds, _ = timed_build(graph, queries, work / f"bank-{cap}", BankConfig(relation_sequences=cap),
+                                 executor=executor, graph_dir=kg)
         result[str(cap)] = {"coverage": coverage(work / f"bank-{cap}", records), "seconds": seconds,
                             "paths": pq.read_metadata(work / f"bank-{cap}" / "paths.parquet").num_rows}
     report(args, result, f"gold meta-path in the record's own bank entry: {len(records)} records planted at "

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser
 
 MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
           "product": {"cost": "product"}, "gate": {"entity": "gate"}}
@@ -41,7 +40,7 @@ def load(args):
     graph = KnowledgeGraph.load(graph_dir, mmap=args.kg is not None)
     with open(records_path, encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
-    return graph, records, make_encoder(args.encoder), args.kg
+    return graph, records, make_encoder(args.encoder), args.kg and Path(args.kg)
 
 
 def prepare(args, folder: Path) -> tuple[str, str]:
@@ -146,6 +145,8 @@ def child(args) -> dict:
 
 
 def arguments():
+    from adapath.bench.inputs import parser  # not at the top: a setting may run another tree
+
     out = parser(__doc__, scale=0.2)
     out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
     out.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
@@ -159,18 +160,12 @@ def arguments():
     out.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
                      "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
                      "model and setting with that package first on PYTHONPATH (default: this tree).")
-    out.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
-    out.add_argument("--inputs", nargs=2, metavar=("GRAPH", "QUESTIONS"), help=argparse.SUPPRESS)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = arguments()
     args = parser.parse_args(argv)
-    if args.child:
-        args.model, args.setting = args.child
-        print(json.dumps(child(args)))
-        return
     if args.kg and not args.records:
         parser.error("--kg needs --records")
     sources = [Path(v) for v in args.sources.split(",") if v]
@@ -185,10 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     for model in args.models.split(","):
         for source in sources or [None]:
             for setting in args.settings.split(","):
-                command = [sys.executable, __file__, "--child", model, setting, "--scale", str(args.scale),
-                           "--encoder", args.encoder, "--train", str(args.train), "--validate", str(args.validate),
-                           "--answer", str(args.answer), "--threads", str(args.threads), "--inputs", *prepared]
-                command += ["--kg", str(args.kg), "--records", str(args.records)] if args.kg else []
+                job = {k: getattr(args, k) for k in ("encoder", "train", "validate", "answer", "threads")}
+                job.update(model=model, setting=setting, inputs=prepared, kg=str(args.kg) if args.kg else None)
+                command = [sys.executable, __file__, "--child", json.dumps(job)]
                 env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
                 if source is not None:
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source.resolve()), env.get("PYTHONPATH")) if p)
@@ -211,5 +205,5 @@ def main(argv: list[str] | None = None) -> None:
         f"{'yes' if first.setdefault(r['model'], r['answers']) == r['answers'] else 'NO'}" for r in rows))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # a setting's process: python pathmind_speed.py --child JOB
+    print(json.dumps(child(argparse.Namespace(**json.loads(sys.argv[2])))))

@@ -1,15 +1,9 @@
-"""Runs a suite file: which benches, at which sizes, within which time (bench/cpu.suite,
-bench/gpu.suite).
-
-A suite file is plain text, one bench a line: ``SECONDS NAME OPTIONS...``, SECONDS the most
-the bench may take. ``budget SECONDS`` caps the whole suite (a bench gets what is left when
-less than its own cap); ``wheels REQUIREMENT...`` names the wheels ``--fetch-wheels`` downloads
-and ``--wheels DIR`` installs for a machine that lacks them. ``#`` starts a comment. Options
-may name environment variables as ``${NAME:-default}`` (``${CORES}``: this machine's cores);
-an option whose value comes out empty is left out. Each bench runs in a process of its own,
-its output in ``DIR/NAME.txt`` and its result in DIR; a bench that fails or runs out of time is
-reported and the rest still run; the summary lists every bench's status and result file.
-"""
+"""Runs a suite file (bench/cpu.suite, bench/gpu.suite): one bench a line, ``SECONDS NAME
+OPTIONS...`` (SECONDS: the most it may take); ``budget SECONDS`` caps the whole suite; ``wheels
+REQUIREMENT...`` names wheels for ``--fetch-wheels`` and ``--wheels DIR``; ``#`` comments;
+``${NAME:-default}`` reads the environment (``${CORES}``: this machine's cores), an option left
+empty is dropped. Each bench runs in a process of its own (output in ``DIR/NAME.txt``, result
+in DIR); one that fails or runs out of time is reported and the rest still run."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The one timing rule of every bench: kernels are compiled untimed before the first timed
-figure (``warm_up``), the sides of a comparison alternate for ``--rounds`` rounds and each
-side's best round is its figure (``alternate``), and a long run says where it is on one
-progress line (``Line``)."""
+"""The one timing rule of every bench: each side is warmed up untimed (its Numba kernels
+compiled) before its first clocked run, the sides of a comparison alternate for ``--rounds``
+rounds and each side's best round is its figure; a long run says where it is on one line."""
 
 from __future__ import annotations
 
@@ -19,12 +18,6 @@ class Measured:
     value: Any = None
 
 
-def warm_up(work: Callable[..., Any], *args, **kwargs) -> Any:
-    """Run ``work`` once, untimed: the Numba kernels it calls compile (or load from Numba's
-    disk cache) and its first-call set-up is paid before anything is clocked."""
-    return work(*args, **kwargs)
-
-
 @dataclass
 class Comparison:
     """Seconds of every round of each side (and what each round returned)."""
@@ -35,8 +28,7 @@ class Comparison:
         return min(self.seconds[side])
 
     def best_value(self, side: str) -> Any:
-        rounds = self.seconds[side]
-        return self.values[side][rounds.index(min(rounds))]
+        return self.values[side][self.seconds[side].index(self.best(side))]
 
     def ratio(self, slower: str, faster: str) -> float:
         """How many times faster ``faster``'s best round ran than ``slower``'s."""
@@ -45,24 +37,19 @@ class Comparison:
     def round_ratios(self, slower: str, faster: str) -> list[float]:
         return [a / b for a, b in zip(self.seconds[slower], self.seconds[faster])]
 
-    def figures(self) -> dict:
-        return {"best_seconds": {s: self.best(s) for s in self.seconds}, "round_seconds": self.seconds}
-
 
 def alternate(sides: dict[str, Callable[[], Any]], rounds: int, warm: dict[str, Callable[[], Any] | None] | None = None,
               clock: Callable[[], float] = time.perf_counter, line: Line | None = None) -> Comparison:
-    """Each side warmed up once (``warm[side]``, else the side itself; None: the side warms
-    itself up before its own clock, ``Measured``), untimed; then
-    ``rounds`` rounds, the order of the sides reversed every other round so neither always
-    runs on the other's leftovers. A side that returns ``Measured`` gives its own seconds."""
+    """Each side run once untimed (``warm[side]``, else the side itself; None: the side warms
+    itself up before its own clock and returns ``Measured``), then ``rounds`` rounds, the order
+    reversed every other round so neither side always runs on the other's leftovers."""
     names = list(sides)
     for name in names:
         first = (warm or {}).get(name, sides[name])
-        if first is None:
-            continue  # the side warms itself up inside each call, before its own clock
-        if line:
-            line.step(f"{name}: warm-up (untimed)")
-        warm_up(first)
+        if first is not None:
+            if line:
+                line.step(f"{name}: warm-up (untimed)")
+            first()
     out = Comparison({n: [] for n in names}, {n: [] for n in names})
     for r in range(max(1, rounds)):
         for name in names if r % 2 == 0 else names[::-1]:
@@ -89,3 +76,14 @@ class Line:
         self.count += 1
         print(f"bench {self.bench} [{self.count}, {self.clock() - self.start:.0f}s] {what}",
               file=self.stream, flush=True)
+
+
+def timed_build(graph, queries, out, config, warm: int = 4, **options) -> tuple[float, Any]:
+    """(seconds, progress) of a Path-Bank build of ``queries`` into ``out``, after an untimed
+    build of the first ``warm`` with the same settings, which compiles the Numba kernels."""
+    from adapath.bank.build import build_bank
+
+    build_bank(graph, queries[:warm], out.with_name(out.name + "-warm-up"), config, force=True, **options)
+    clock = time.perf_counter()
+    progress = build_bank(graph, queries, out, config, force=True, **options)
+    return time.perf_counter() - clock, progress
