@@ -1,13 +1,7 @@
-"""AdaPath inference on a generated graph: queries/s with ``--llm none`` (node embeddings ready,
-their one-time cost timed apart), ms per stage, Path-Bank matching ms/query, and LLM calls and
-prompt tokens per query with a scripted backend. Every timed pass follows an untimed answer of
-two questions, which compiles the Numba kernels. ``--queries biostrat:FILE`` answers real
-records planted as ``bench real-records`` plants them, per ``--scorers``; ``--compare REV`` also
-answers with git revision REV's code (speed ratio, share of identical answers and results).
-
-    adapath bench answer --scale 1.0 --train 300 --test 200 [--encoder minilm|hashing]
-    adapath bench answer --queries biostrat:dev.jsonl --workdir DIR [--scorers walk,beam] [--compare main]
-"""
+"""AdaPath inference: queries/s with ``--llm none``, ms per stage, Path-Bank matching ms/query, LLM
+calls and prompt tokens per query (scripted backend); ``--queries biostrat:FILE`` on real records
+per scorer, ``--compare REV`` against git revision REV's code. Every timed pass follows an untimed
+answer of two questions, which compiles the Numba kernels."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""Path-Bank build throughput: ours with the exact PPR solve and with the certified one (each
-query stops once its corridor's top K is proven final) against a per-query reference pipeline
-(BM25, materialized weights, igraph PRPACK per seed, corridor ladder, igraph k-shortest paths):
-ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds, and each round's),
-corridor Jaccard, path-set agreement and peak memory; on a GPU, the GPU builds too. Every timed
-build follows an untimed build of one batch with the same settings, which compiles the Numba
-kernels. ``--curve`` adds the cost per query at other scales; ``--threads 1,2`` the per-pair
-stage's thread scaling (``--pair-stage-only``: that alone); ``--executor ray --workers 1,2``
-Ray workers' queries/s beside the local executor, with a projection to more nodes.
-
-    adapath bench bank --scale 1.0 --queries 256 [--reference-queries 12] [--rounds 3] [--threads 1,2]
-"""
+"""Path-Bank build throughput, ours (exact and certified PPR) against a per-query igraph reference
+pipeline: ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds), corridor
+Jaccard, path agreement, peak memory; the GPU builds where there is one; ``--threads`` the per-pair
+stage's thread scaling; ``--executor ray`` Ray workers. Every timed build follows an untimed build
+of one batch, which compiles the Numba kernels."""
 
 from __future__ import annotations
 
@@ -121,10 +114,11 @@ def reference_pipeline(graph, queries, config, k_top):
     return seconds, rhos
 
 
-def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
-    """(runner, seconds, stage seconds) of one fresh build after an untimed build of one batch
-    (kernels compiled; the executor keeps the runner, whose PPR work arrays start the timed build
-    mapped, as in a long build); ``pipeline`` as ``LocalExecutor`` takes it."""
+def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
+    """(runner, seconds, stage seconds) of one fresh build after an untimed build of ``warm``
+    queries (default: one batch; kernels compiled; the executor keeps the runner, whose PPR work
+    arrays start the timed build mapped, as in a long build); ``pipeline`` as ``LocalExecutor``
+    takes it."""
     import shutil
 
     from adapath.bank.build import build_bank
@@ -135,7 +129,7 @@ def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None):
         shutil.rmtree(old, ignore_errors=True)
     text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
     executor = LocalExecutor(threads=os.cpu_count() or 1, pipeline=pipeline)
-    build_bank(graph, queries[:config.batch], workdir / f"{name}-warmup", config, executor, text=text)
+    build_bank(graph, queries[:warm or config.batch], workdir / f"{name}-warmup", config, executor, text=text)
     executor.worker.runner.ppr.device_seconds.clear()  # the timed build's own
     clock = time.perf_counter()
     progress = build_bank(graph, queries, workdir / name, config, executor, text=text)
@@ -194,7 +188,7 @@ class Recording:
         self.inner.close()
 
 
-def timed_build(graph, queries, config, executor, out, text):
+def recorded_build(graph, queries, config, executor, out, text):
     """(seconds, Recording) of one fresh build."""
     import shutil
 
@@ -227,8 +221,8 @@ def scaling(args, graph, kg_dir, queries, config, work):
 
     for threads in sorted({1, max(counts)}):
         executor = LocalExecutor(threads=threads)
-        timed_build(graph, warm, warm_config, executor, work / "warm-local", text)
-        seconds, rec = timed_build(graph, queries, config, executor, work / f"local-{threads}", text)
+        recorded_build(graph, warm, warm_config, executor, work / "warm-local", text)
+        seconds, rec = recorded_build(graph, queries, config, executor, work / f"local-{threads}", text)
         in_task = sum(r.ended - r.started for _, r in rec.results)
         rows.append((f"local, {threads} thread{'s' * (threads > 1)}", threads, n / seconds, in_task, seconds, None))
 
@@ -239,10 +233,10 @@ def scaling(args, graph, kg_dir, queries, config, work):
     for workers in counts:
         executor = RayExecutor(workers=workers)
         clock = time.perf_counter()
-        timed_build(graph, warm, warm_config, executor, work / f"warm-ray-{workers}", text)
+        recorded_build(graph, warm, warm_config, executor, work / f"warm-ray-{workers}", text)
         starts.append(time.perf_counter() - clock)
         puts.append(executor.put_seconds)
-        seconds, rec = timed_build(graph, queries, config, executor, work / f"ray-{workers}", text)
+        seconds, rec = recorded_build(graph, queries, config, executor, work / f"ray-{workers}", text)
         puts.append(executor.put_seconds)
         in_task = sum(r.ended - r.started for _, r in rec.results)
         overheads[workers] = (seconds * workers - in_task) / len(rec.results)

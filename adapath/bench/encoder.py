@@ -1,10 +1,5 @@
-"""CPU routes of the MiniLM node encoder (torch float32 on all threads and on one, torch dynamic
-int8, ONNX Runtime float32 and int8, OpenVINO, float16 storage): texts/s of real node texts and
-agreement with torch float32's cosine rankings against real questions (top-10 overlap,
-Spearman); a route whose package is missing is listed as skipped.
-
-    adapath bench encoder [--records dev.jsonl] [--texts 600] [--queries 100] [--batch 64]
-"""
+"""CPU routes of the MiniLM node encoder (torch, int8, ONNX Runtime, OpenVINO, float16 storage):
+texts/s of real node texts and agreement with torch float32's rankings against real questions."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Every GPU path in one table, each part skipped with its reason where its package or device is
-missing and failed without stopping the others: CuPy PPR against the CPU kernel (L1 per column,
-ms per column), the GPU Path-Bank build beside the CPU's, FAISS on the GPU, node embedding on
-CUDA, and vLLM answering end to end with a tiny random Llama written here. Parts 1 to 4 time
-after an untimed run of the same code on a small batch, which compiles the Numba and CUDA
-kernels; part 5 times `answer` with the engine's start.
-
-    adapath bench gpu [--scale 1.0] [--queries 1024] [--batch 256|auto] [--parts ppr,bank,...]
-"""
+"""Every GPU path in one table (CuPy PPR against the CPU kernel, the GPU bank build, FAISS, CUDA
+node embedding, vLLM answering with a tiny random Llama), each skipped with its reason where
+missing; parts 1 to 4 time after an untimed run on a small batch, which compiles the kernels."""
 
 from __future__ import annotations
 
@@ -128,45 +122,31 @@ def part_ppr(ctx: Context) -> str:
 
 def part_bank(ctx: Context) -> str:
     cuda_devices()
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from adapath.bank.build import BankConfig, build_bank
+    from adapath.bank.build import BankConfig
+    from adapath.bench.bank import ours, path_keys
     from adapath.datasets.biostrat import training_queries
     from adapath.engine.ppr import device_batch, free_device_bytes
-    from adapath.executors import LocalExecutor
 
     graph, args = ctx.graph, ctx.args
     records = training_queries(inputs().questions(graph, args.queries, seed=1))
     gpu_batch = (device_batch(graph.num_nodes, graph.num_half_edges, free_device_bytes(), queries=len(records))
                  if args.batch == "auto" else int(args.batch))
-    rates, runners, stages = {}, {}, {}
-    for device, subset, batch in (("cuda", records, gpu_batch), ("cpu", records[:args.cpu_queries], 32)):
-        config = BankConfig(batch=batch, device=device)
-        executor = LocalExecutor()  # every CPU core on corridors and paths
-        build_bank(graph, subset[:4], ctx.work / f"warm-{device}", config, executor,
-                   graph_dir=ctx.kg, force=True)  # compile kernels, fill caches
-        executor.worker.runner.ppr.device_seconds.clear()
-        clock = time.perf_counter()
-        progress = build_bank(graph, subset, ctx.work / f"bank-{device}", config, executor, graph_dir=ctx.kg,
-                              force=True)  # a rerun in the same --workdir builds again
-        rates[device] = len(subset) / (time.perf_counter() - clock)
-        runners[device] = executor.worker.runner
-        stages[device] = {k: 1000 * v / len(subset) for k, v in progress.seconds.items()}
+    built = {device: ours(graph, ctx.kg, subset, BankConfig(batch=batch, device=device), ctx.work, f"bank-{device}",
+                          warm=4) + (len(subset),)
+             for device, subset, batch in (("cuda", records, gpu_batch), ("cpu", records[:args.cpu_queries], 32))}
+    rates = {device: n / seconds for device, (_, seconds, _, n) in built.items()}
+    runner, _, stages, n = built["cuda"]
     # the GPU build's paths of the queries the CPU built too (costs differ in their last bits:
     # the GPU's PPR sums in another order)
-    keys = ["query_id", "pair", "hop", "rank", "node_ids", "relations"]
-    cpu = pq.read_table(ctx.work / "bank-cpu" / "paths.parquet", columns=keys)
-    gpu = pq.read_table(ctx.work / "bank-cuda" / "paths.parquet", columns=keys)
-    gpu = gpu.filter(pc.is_in(gpu.column("query_id"), cpu.column("query_id").unique()))
-    same = "identical" if gpu.equals(cpu) else f"DIFFERENT ({gpu.num_rows} rows against {cpu.num_rows})"
-    device_ms = ", ".join(f"{k} {1000 * v / len(records):.2f}" for k, v in runners["cuda"].ppr.device_seconds.items())
-    stage_ms = ", ".join(f"{k} {v:.2f}" for k, v in stages["cuda"].items())
-    return (f"{rates['cuda']:.1f} queries/s on the GPU ({len(records)} queries, batch {gpu_batch}, "
+    cpu = path_keys(ctx.work / "bank-cpu")
+    gpu = [k for k in path_keys(ctx.work / "bank-cuda") if k[0] in {c[0] for c in cpu}]
+    same = "identical" if gpu == cpu else f"DIFFERENT ({len(gpu)} rows against {len(cpu)})"
+    device_ms = ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in runner.ppr.device_seconds.items())
+    return (f"{rates['cuda']:.1f} queries/s on the GPU ({n} queries, batch {gpu_batch}, "
             f"{os.cpu_count()} CPU workers); CPU {rates['cpu']:.1f} queries/s; x{rates['cuda'] / rates['cpu']:.1f}; "
-            f"paths of the first {len(records[:args.cpu_queries])} queries {same} to the CPU build's; "
-            f"GPU stage ms/query {stage_ms}; PPR on the device ms/query {device_ms}; per-pair stage "
-            f"GIL-held share {runners['cuda'].stage_time.gil_share:.1%}")
+            f"paths of the first {built['cpu'][3]} queries {same} to the CPU build's; GPU stage ms/query "
+            + ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in stages.items())
+            + f"; PPR on the device ms/query {device_ms}; per-pair stage GIL-held share {runner.stage_time.gil_share:.1%}")
 
 
 def part_faiss(ctx: Context) -> str:

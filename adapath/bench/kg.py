@@ -1,8 +1,5 @@
-"""Graph generation, PrimeKG kg.csv writing (its exact format: 8.1 M rows at scale 1.0) and
-import, and loading: seconds and peak memory, each stage in a process of its own.
-
-    adapath bench kg [--scale 1.0] [--workdir DIR]
-"""
+"""Graph generation, PrimeKG kg.csv writing and import, loading: seconds and peak memory, each
+stage in a process of its own."""
 
 from __future__ import annotations
 

