@@ -149,36 +149,32 @@ def main(argv: list[str] | None = None) -> None:
 
     ref, ref_rate = timed(st_encode(model), texts)
     query_vectors = st_encode(model)(queries)
-    ref_scores = query_vectors @ ref.T
-    rows = [("torch float32 (reference)", ref_rate, ref, query_vectors, "")]
+    ref_scores, table = query_vectors @ ref.T, []
+
+    def add(name, encode, route_queries=None, vectors=None, rate=None):
+        if vectors is None:
+            vectors, rate = timed(encode, texts)
+        route_queries = np.asarray(encode(queries) if route_queries is None else route_queries, dtype=np.float32)
+        overlap, rho = agreement(ref_scores, route_queries @ vectors.T)
+        table.append({"route": name, "texts_per_s": rate, "top10_overlap": overlap, "spearman": rho,
+                      "min_cosine_to_reference": float(np.min(np.sum(ref * vectors, axis=1)))})
+
+    add("torch float32 (reference)", None, query_vectors, ref, ref_rate)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    vectors, rate = timed(st_encode(model), texts)
-    rows.append(("torch float32, 1 thread", rate, vectors, query_vectors, ""))
+    add("torch float32, 1 thread", st_encode(model), query_vectors)
     torch.set_num_threads(threads)
     quantized = SentenceTransformer(minilm_path(), device="cpu")
     quantized[0].model = torch.ao.quantization.quantize_dynamic(quantized[0].model, {torch.nn.Linear},
                                                                dtype=torch.qint8)
-    vectors, rate = timed(st_encode(quantized), texts)
-    rows.append(("torch int8 (quantize_dynamic)", rate, vectors, st_encode(quantized)(queries), ""))
+    add("torch int8 (quantize_dynamic)", st_encode(quantized))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for name, encode in onnx_routes(model, args.batch, Path(tmp)).items():
-                vectors, rate = timed(encode, texts)
-                rows.append((name, rate, vectors, encode(queries), ""))
+                add(name, encode)
     except ImportError as exc:
-        rows.append(("onnxruntime", None, None, None, f"skipped: {exc.name or exc} not installed"))
-    rows.append(("torch float32 stored as float16", ref_rate, ref.astype(np.float16).astype(np.float32),
-                 query_vectors, ""))
-
-    table = []
-    for name, rate, vectors, route_queries, note in rows:
-        if vectors is None:
-            table.append({"route": name, "note": note})
-            continue
-        overlap, rho = agreement(ref_scores, np.asarray(route_queries, dtype=np.float32) @ vectors.T)
-        table.append({"route": name, "texts_per_s": rate, "top10_overlap": overlap, "spearman": rho,
-                      "min_cosine_to_reference": float(np.min(np.sum(ref * vectors, axis=1)))})
+        table.append({"route": "onnxruntime", "note": f"skipped: {exc.name or exc} not installed"})
+    add("torch float32 stored as float16", None, query_vectors, ref.astype(np.float16).astype(np.float32), ref_rate)
     from adapath.bench.result import report
 
     report(args, table, f"bench encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real "

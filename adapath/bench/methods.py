@@ -54,11 +54,8 @@ def _listed(line: str, label: str) -> list[str]:
 
 
 def follow_format(graph):
-    """A scripted model that answers every prompt family in the shape it asks for, takes the
-    first options listed, and never finds the evidence sufficient, so each method's search
-    runs to its own depth limit: calls and tokens per query are each method's full search
-    (the upper end of its cost). An answer is the tail of the last triplet the prompt shows,
-    else a fixed real node."""
+    """A scripted model: every prompt family answered in its shape, the first options taken, the
+    evidence never sufficient; an answer is the tail of the prompt's last triplet, else a real node."""
     fallback_answer = f"Step by step, the answer is {{{graph.name(1)}}}."
     triplets = json.dumps({"Triplets": [[graph.name(0), graph.relation_names[0], graph.name(1)]]})
     revised = json.dumps({"Revised_Triplets": [[graph.name(0), graph.relation_names[0], graph.name(2)]]})
