@@ -281,6 +281,7 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
 
     from adapath.bank.build import plan_batches
     from adapath.bank.runner import STAGES, BatchRunner, PairStageTime
+    from adapath.bench.timing import Measured, alternate
     from adapath.retrieval.bm25 import GraphText
 
     counts = sorted({1, *(int(v) for v in args.threads.split(","))})
@@ -289,19 +290,20 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
     seconds = dict.fromkeys(STAGES, 0.0)
     solved = [solver.solve(batch.pairs, seconds) for batch in plan_batches(graph, queries, config.level, config.batch)]
     runners = {t: BatchRunner(graph, text, config, threads=t) for t in counts}
-    for runner in runners.values():  # kernels loaded, scratch mapped
-        runner.paths(solved[0], dict.fromkeys(STAGES, 0.0))
-    best: dict[int, PairStageTime] = {}
-    thread_seconds = {}
-    for round_ in range(max(1, args.rounds)):
-        for t in counts if round_ % 2 == 0 else counts[::-1]:
-            runner = runners[t]
-            runner.stage_time = PairStageTime()
-            spent = dict.fromkeys(STAGES, 0.0)
+
+    def side(runner):
+        def run():
+            runner.stage_time, spent = PairStageTime(), dict.fromkeys(STAGES, 0.0)
             for batch in solved:
                 runner.paths(batch, spent)
-            if t not in best or runner.stage_time.wall < best[t].wall:
-                best[t], thread_seconds[t] = runner.stage_time, spent["corridor"] + spent["paths"]
+            return Measured(runner.stage_time.wall, (runner.stage_time, spent["corridor"] + spent["paths"]))
+        return run
+
+    # warm-up: kernels loaded, scratch mapped; then the thread counts alternate
+    done = alternate({t: side(r) for t, r in runners.items()}, args.rounds,
+                     warm={t: lambda r=r: r.paths(solved[0], dict.fromkeys(STAGES, 0.0)) for t, r in runners.items()})
+    best = {t: done.best_value(t)[0] for t in counts}
+    thread_seconds = {t: done.best_value(t)[1] for t in counts}
     pairs = best[1].pairs
     result = {"pairs": pairs, "batches": len(solved), "numba_threads": numba.config.NUMBA_NUM_THREADS,
               "load_average_at_start": load_at_start, "runs": {}}

@@ -226,17 +226,13 @@ def write_tiny_llama(folder: Path, texts: list[str]) -> float:
 
 
 def part_vllm(ctx: Context) -> str:
-    note = ""
-    folder = ctx.work / "tiny-llama"
-    if importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None:
-        from adapath.sources.synthetic import generate
-
-        small = generate(scale=0.005, seed=1)
-        texts = [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)]
-        size = write_tiny_llama(folder, texts)
-        note = f"tiny Llama written ({size:.1f} MB); "
-    else:
+    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None:
         raise Skip("transformers/torch not installed (needed to write the tiny model)")
+    from adapath.sources.synthetic import generate
+
+    folder, small = ctx.work / "tiny-llama", generate(scale=0.005, seed=1)
+    size = write_tiny_llama(folder, [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)])
+    note = f"tiny Llama written ({size:.1f} MB); "
     if importlib.util.find_spec("vllm") is None:
         raise Skip(note + "vllm not installed (pip install 'adapath[llm]')")
     torch_cuda()
@@ -253,8 +249,7 @@ def part_vllm(ctx: Context) -> str:
     seconds = time.perf_counter() - clock
     results = [json.loads(line) for line in out.read_text().splitlines()]
     calls = sum(r["usage"]["calls"] for r in results) / max(len(results), 1)
-    return (f"{note}{len(results)} answers in {seconds:.0f} s incl. engine start; "
-            f"{calls:.1f} LLM calls per query")
+    return f"{note}{len(results)} answers in {seconds:.0f} s incl. engine start; {calls:.1f} LLM calls per query"
 
 
 def arguments():

@@ -120,6 +120,8 @@ def compare(results: list[dict], names: list[str]) -> str:
 
 # ---------------------------------------------------------------- markdown
 def _cell(value) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
     if isinstance(value, (list, dict)):
