@@ -39,6 +39,7 @@ from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.memory import keep_freed_memory
+from adapath.methods.pathmind.bellman import BellmanFordNet
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
 from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places, RelationalGraph
@@ -271,11 +272,16 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
     that are answers, where the binary cross-entropies start their output bias (the prior
     initialization of imbalanced binary classifiers: the first steps then learn the ranking
     instead of pushing every score down)."""
-    model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
-                        hidden=config.hidden, hops=config.hops, reading=config.reading,
-                        text_projection=config.text_projection, cost=config.cost, entity=config.entity,
-                        readout=config.readout, gnn_layers=config.gnn_layers)
-    if config.entity == "gnn":
+    if config.network == "bellman-ford":
+        model = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                               hidden=config.hidden, hops=config.hops, message=config.message, nodes=config.nodes,
+                               degree_ratio=config.degree_ratio)
+    else:
+        model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                            hidden=config.hidden, hops=config.hops, reading=config.reading,
+                            text_projection=config.text_projection, cost=config.cost, entity=config.entity,
+                            readout=config.readout, gnn_layers=config.gnn_layers)
+    if config.network == "walk" and config.entity == "gnn":
         model.gnn.fit_text(features.text)
     if answer_share is not None and config.loss == "bce":
         with torch.no_grad():
@@ -435,7 +441,12 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     if meta.get("version", 1) != FORMAT_VERSION:
         raise InputError(f"{path}: a PathMind model of an earlier version; train it again "
                          "with `adapath pathmind train`")
-    model = PathMindNet(**meta["model"])
+    settings = dict(meta["model"])
+    if settings.pop("network", "walk") == "bellman-ford":
+        model = BellmanFordNet(**settings)
+    else:  # a walk-algebra model (its checkpoints name no network)
+        model = PathMindNet(**settings)
+        meta["train"]["network"] = "walk"
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     model.eval()
     return model, TrainConfig(**meta["train"])
