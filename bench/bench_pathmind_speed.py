@@ -47,7 +47,8 @@ import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "product": {"cost": "product"}, "gate": {"entity": "gate"}}
+          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "unpruned": {"nodes": 0},
+          "walk": {"network": "walk"}}
 SETTINGS = ("before", "after", "cuda")
 
 
@@ -153,7 +154,18 @@ def child(args) -> dict:
     model.eval()
     _, out["validate"] = timed(lambda: hits_at_many(model, features, held, (1, 3)), len(held))
     pathmind._entities = None  # the entity representations of the trained weights, computed in the timing
+    visits = []
+    if hasattr(model, "visits"):  # the Bellman-Ford network counts each step's work
+        forward = model.forward
+
+        def counted(*a, **k):
+            result = forward(*a, **k)
+            visits.append(list(model.visits))
+            return result
+
+        model.forward = counted
     results, out["answer"] = timed(lambda: pathmind.answer(queries), len(queries))
+    out["visits"] = np.mean(np.array(visits), axis=0).tolist() if visits else []
     picks = json.dumps([r.extra["prioritized"] for r in results])
     out["answers"] = hashlib.blake2b(picks.encode(), digest_size=8).hexdigest()
     return out
@@ -220,8 +232,9 @@ def print_table(rows: list[dict], args) -> None:
           f"{args.validate} validation, {args.answer} answered questions; untrained seeded weights\n")
     sources = any(r.get("source") for r in rows)
     print("| model |" + (" source |" if sources else "") + " setting | train q/s | validate q/s | answer q/s | "
-          "faults/q train | faults/q validate | faults/q answer | same answers |")
-    print("|---|" + ("---|" if sources else "") + "---|---:|---:|---:|---:|---:|---:|---|")
+          "faults/q train | faults/q validate | faults/q answer | same answers | entities / edges per question, "
+          "step 1..3 |")
+    print("|---|" + ("---|" if sources else "") + "---|---:|---:|---:|---:|---:|---:|---|---|")
     first = {}
     for r in rows:
         same = first.setdefault(r["model"], r["answers"]) == r["answers"]
@@ -229,7 +242,8 @@ def print_table(rows: list[dict], args) -> None:
         print(f"| {r['model']} |{source} {r['setting']} | {r['train']['questions_per_s']:.2f} | "
               f"{r['validate']['questions_per_s']:.2f} | {r['answer']['questions_per_s']:.2f} | "
               f"{r['train']['faults_per_question']:,.0f} | {r['validate']['faults_per_question']:,.0f} | "
-              f"{r['answer']['faults_per_question']:,.0f} | {'yes' if same else 'NO'} |")
+              f"{r['answer']['faults_per_question']:,.0f} | {'yes' if same else 'NO'} | "
+              f"{', '.join(f'{n:,.0f} / {e:,.0f}' for n, e in r.get('visits', [])) or '-'} |")
 
 
 if __name__ == "__main__":

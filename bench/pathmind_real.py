@@ -54,7 +54,8 @@ def say(text: str) -> None:
 MODELS = {"paper": {}, "softmax": {"loss": "softmax"}, "balanced": {"loss": "balanced"},
           "product": {"cost": "product"}, "gate": {"entity": "gate"}, "layers": {"readout": "layers"},
           "scalar": {"reading": "scalar"},
-          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"}}
+          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
+          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"}}
 
 
 def model_settings(name: str) -> dict:

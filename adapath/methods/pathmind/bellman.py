@@ -169,7 +169,10 @@ class BellmanFordNet(nn.Module):
                 write = np.zeros(n, dtype=np.bool_)
                 write[rows.cpu().numpy()] = True
             rho = self.relation_vectors(t, q)
-            ones = x.new_ones(n, batch, 1)
+            # a source's ones are its question's bit: zero where its walks have not reached, as
+            # its state is (the kernels skip those sources; torch's ops, on a GPU, add them)
+            bits = torch.as_tensor(inputs.reach[t]).to(x.device)
+            ones = ((bits[:, None] >> torch.arange(batch, device=x.device)) & 1).to(x.dtype)[..., None]
             code_ones = rho.new_ones(rho.shape[0], batch, 1)
             if self.message == "add":  # sum (x_u + r) = sum x_u * 1 + sum 1 * r
                 source = torch.cat([x_in, ones.expand(-1, -1, hidden), ones], dim=-1)

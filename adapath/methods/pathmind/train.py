@@ -293,6 +293,9 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
 def start_from(model: PathMindNet, init: PathMindNet) -> None:
     """Copies ``init``'s weights into ``model``; one line naming the first setting where their
     shapes differ (the graph's types or relations, the encoder's width, an architecture option)."""
+    mine, theirs = model.config.get("network", "walk"), init.config.get("network", "walk")
+    if mine != theirs:  # the networks' settings differ wholesale: name the network
+        raise InputError(f"--init: a model of other settings (network {theirs!r}, here {mine!r})")
     for key, value in model.config.items():
         if init.config.get(key) != value:
             raise InputError(f"--init: a model of other settings ({key} {init.config.get(key)!r}, "
