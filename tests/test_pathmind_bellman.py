@@ -140,3 +140,24 @@ def test_the_edge_budget_is_degree_ratio_times_nodes_times_the_mean_degree():
         net = network("add", nodes=1, degree_ratio=ratio, hops=1)
         net(inputs)
         assert net.visits == [(1.0, edges)]
+
+
+def test_a_batch_marked_by_the_union_of_its_reaches_scores_each_question_as_its_own():
+    """Without per-question marks (a batch's passes over the union of its questions'
+    reaches), a question's messages still come from its own visited entities only."""
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.methods.pathmind.train import Features, make_examples
+    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    encoder = HashingEncoder(dim=16)
+    examples = make_examples(graph, QueryGenerator(graph).generate(4, seed=2), encoder)
+    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    torch.manual_seed(0)
+    net = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, 16, 16, hidden=8, nodes=0)
+    with torch.no_grad():
+        own = net(features.batch(examples)).logits
+        features.per_question = False
+        union = net(features.batch(examples)).logits
+    assert torch.allclose(own, union, rtol=1e-5, atol=1e-6)

@@ -126,7 +126,7 @@ class BellmanFordNet(nn.Module):
 
         q = self.query(inputs.query)
         if self.nodes > 0:
-            logits, d = self._pruned(inputs, q, rows)
+            logits, d = self._pruned(inputs, q, rows, dense=bool(probes))
         else:
             logits, d = self._whole(inputs, q, rows)
         out = {}
@@ -171,7 +171,9 @@ class BellmanFordNet(nn.Module):
             rho = self.relation_vectors(t, q)
             # a source's ones are its question's bit: zero where its walks have not reached, as
             # its state is (the kernels skip those sources; torch's ops, on a GPU, add them)
-            bits = torch.as_tensor(inputs.reach[t]).to(x.device)
+            # (each question's own bits: a batch's marks may be the union of its questions')
+            own = inputs.reach[t] if inputs.reach_bits is None else places.mask(inputs.reach_bits[t])
+            bits = torch.as_tensor(own).to(x.device)
             ones = ((bits[:, None] >> torch.arange(batch, device=x.device)) & 1).to(x.dtype)[..., None]
             code_ones = rho.new_ones(rho.shape[0], batch, 1)
             if self.message == "add":  # sum (x_u + r) = sum x_u * 1 + sum 1 * r
@@ -188,13 +190,14 @@ class BellmanFordNet(nn.Module):
             aggregate = y[..., :hidden] + y[..., hidden:2 * hidden] if self.message == "add" else y[..., :hidden]
             received = (y[..., -1:] > 0).to(x.dtype)  # an entity no message reached keeps its state
             x = x + received * self.update(t, x_in, aggregate + boundary)
-            self.visits.append(visited(inputs.reach[t], graph, places, batch))
+            self.visits.append(visited(own, graph, places, batch))
         logits, _ = self._score(x, q[None])
         return logits, x
 
-    def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None):
+    def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
         """A*Net's pruned propagation over each question's visited entities, kept sparse:
-        (logits, d) over the places (or ``rows``), places x B."""
+        (logits, d) over the places (or ``rows``), places x B; ``dense`` false: d is None
+        (answering reads the logits alone: no places x B x hidden tensor)."""
         graph, places = inputs.graph, inputs.places
         indptr, indices, codes = graph.indptr, graph.indices, graph.scatter_code
         num_nodes, batch, hidden = graph.num_nodes, q.shape[0], self.hidden
@@ -269,6 +272,8 @@ class BellmanFordNet(nn.Module):
         logits = unseen[None, :].expand(n, batch).index_put(
             (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
             s[torch.as_tensor(np.flatnonzero(inside), device=device)])
+        if not dense:
+            return (logits if rows is None else logits.index_select(0, rows)), None
         d = x.new_zeros(n, batch, hidden).index_put(
             (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
             x[torch.as_tensor(np.flatnonzero(inside), device=device)])

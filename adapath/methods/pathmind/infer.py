@@ -131,7 +131,7 @@ class PathMind:
             priority = np.full(n, -np.inf)
             priority[nodes] = logits[:, j]
             priority[~inside] = -np.inf
-            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, d[:, j],
+            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, None if d is None else d[:, j],
                                    None if gates is None else gates[:, j], None if relations is None else relations[:, j]))
         return out
 
