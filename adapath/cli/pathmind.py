@@ -72,10 +72,12 @@ def pathmind_train(
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
-    With no options it trains the paper's model (a relational GNN's entity representations,
-    the additive cumulative cost, the binary cross-entropy over every entity of the query
-    subgraph); --cost, --entity, --readout and --loss name the variants. It reads the graph
-    and the questions only (no Path-Bank). Progress within each epoch
+    With no options it trains the paper's priority as NBFNet computes its formula (neural
+    Bellman-Ford layers, the additive message, the binary cross-entropy over every entity of
+    the query subgraph), pruned as A*Net prunes it (--nodes); --message, --nodes and --loss
+    name the variants, --network walk the formula as literal walk algebra (with its legacy
+    options --cost, --entity, --readout, --reading). It reads the graph and the questions
+    only (no Path-Bank). Progress within each epoch
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
