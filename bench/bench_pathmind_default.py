@@ -3,6 +3,7 @@ with no options learns, against its named variants.
 
     python bench/bench_pathmind_default.py [--scale 0.02] [--train 320] [--test 80] [--hops 1,2]
         [--models default,unpruned,mul,walk] [--encoder minilm] [--threads 1] [--json FILE]
+    python bench/bench_pathmind_default.py --walk-model DIR    # the walk algebra's diagnosis
 
 The graph is `kg synth --scale S` (seed 0); the questions `dataset generate --hops 1,2` (seed
 0), the first ``--train`` for training (a fifth of them validating, as `pathmind train`
@@ -96,6 +97,56 @@ def run(args) -> list[dict]:
     return rows
 
 
+def walk_volume(args) -> None:
+    """Why the literal walk algebra does not learn: over each answered question's 3-hop ball
+    (topics left out; for the Bellman-Ford network, the entities its search reached), how much of its d~ = sign(d) log(1 + |d|), channel by channel, the log
+    of the number of walks from the topics (1 to 3 steps) explains (R^2 of a least-squares
+    line), for the model ``args.walk_model`` (trained by `pathmind train --network walk`, or by
+    default, on this bench's graph and questions)."""
+    import scipy.sparse as sp
+    import torch
+
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.methods.pathmind.model import signed_log
+    from adapath.methods.pathmind.train import Features, load_checkpoint, make_examples
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.sources.synthetic import generate
+
+    model, config = load_checkpoint(args.walk_model)
+    graph = generate(scale=args.scale, seed=0)
+    hops = tuple(int(h) for h in args.hops.split(","))
+    records = QueryGenerator(graph).generate(args.train + args.test, seed=0, hops=hops)[args.train:]
+    encoder = make_encoder(config.encoder)
+    examples = make_examples(graph, records, encoder)
+    features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+    n = graph.num_nodes
+    rows = np.repeat(np.arange(n), np.diff(graph.indptr))
+    adjacency = sp.csr_matrix((np.ones(len(rows)), (rows, np.asarray(graph.indices))), shape=(n, n))
+    r2 = []
+    with torch.no_grad():
+        for e in examples:
+            inputs = features.batch([e])
+            if config.network == "walk":
+                d = signed_log(model(inputs).d[:, 0]).numpy()  # places x channels
+            else:  # the Bellman-Ford state itself, where the search reached
+                d = model(inputs, probes=("cumulative",)).d[:, 0].numpy()
+            walks = np.zeros(n)
+            step = np.zeros(n)
+            step[list(e.topics)] = 1.0
+            for _ in range(config.hops):
+                step = adjacency @ step
+                walks += step
+            inside = walks[inputs.places.nodes] > 0
+            inside[inputs.places.local_of[list(e.topics)]] = False
+            inside &= np.abs(d).sum(1) > 0
+            x = np.log(walks[inputs.places.nodes][inside])
+            for channel in d[inside].T:
+                if np.var(channel) > 0 and np.var(x) > 0:
+                    r2.append(np.corrcoef(x, channel)[0, 1] ** 2)
+    print(f"{config.network} model {args.walk_model}: R^2 of d~ (per channel) against log(walks), over {len(examples)} questions' "
+          f"balls: median {np.median(r2):.2f}, quartiles {np.quantile(r2, 0.25):.2f} / {np.quantile(r2, 0.75):.2f}")
+
+
 def table(rows: list[dict], header: bool = True) -> str:
     lines = []
     if header:
@@ -120,7 +171,12 @@ def main() -> None:
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", default="")
+    parser.add_argument("--walk-model", default="", help="A model of `pathmind train --network walk` on this "
+                        "graph and questions: print how much of its d~ the log of the walk count explains, only.")
     args = parser.parse_args()
+    if args.walk_model:
+        walk_volume(args)
+        return
     for name in args.models.split(","):
         if name not in MODELS:
             parser.error(f"--models: {name!r} is not one of {', '.join(MODELS)}")
