@@ -55,7 +55,7 @@ MODELS = {"paper": {}, "softmax": {"loss": "softmax"}, "balanced": {"loss": "bal
           "product": {"cost": "product"}, "gate": {"entity": "gate"}, "layers": {"readout": "layers"},
           "scalar": {"reading": "scalar"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"}}
+          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"}, "text": {"entity_text": True}}
 
 
 def model_settings(name: str) -> dict:

@@ -21,7 +21,7 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
     n = graph.num_nodes
     places = Places(np.arange(n), n)
     gen = torch.Generator().manual_seed(seed)
-    text = torch.randn(n, 2, generator=gen, dtype=torch.float64)
+    text = torch.randn(n, QUERY_DIM, generator=gen, dtype=torch.float64)  # one encoder: the same width
     whole = WholeGraph(relational, torch.as_tensor(np.array(TYPES, np.int64)), text)
     query = torch.randn(len(topics), QUERY_DIM, generator=gen, dtype=torch.float64)
     bits = relational.reach_bits(topics, hops)
@@ -29,10 +29,15 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
                        [places.mask(b) for b in bits], reach_bits=bits)
 
 
-def network(message: str, nodes: int = 0, degree_ratio: float = 0.0, hops: int = 3, seed: int = 0):
+def network(message: str, nodes: int = 0, degree_ratio: float = 0.0, hops: int = 3, seed: int = 0,
+            entity_text: bool = False):
     torch.manual_seed(seed)
-    return BellmanFordNet(num_types=2, num_codes=2 * 3, query_dim=QUERY_DIM, text_dim=2, hidden=HIDDEN, hops=hops,
-                          message=message, nodes=nodes, degree_ratio=degree_ratio).double()
+    net = BellmanFordNet(num_types=2, num_codes=2 * 3, query_dim=QUERY_DIM, text_dim=QUERY_DIM, hidden=HIDDEN, hops=hops,
+                         message=message, nodes=nodes, degree_ratio=degree_ratio, entity_text=entity_text).double()
+    if entity_text:
+        with torch.no_grad():
+            net.cosine_weight.normal_()
+    return net
 
 
 def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = None):
@@ -49,6 +54,12 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
                                     [int(r) for r, c in zip(inputs.topic_rows, inputs.topic_cols) if int(c) == j]))
         boundary = [q[j] if v in topics else torch.zeros(HIDDEN, dtype=q.dtype) for v in range(n)]
         x = list(boundary)
+        if net.entity_text:  # each entity's evidence: (type + text) * q' + cos(text, question) * w
+            text = inputs.whole.text
+            for v in range(n):
+                h = net.type_embedding.weight[TYPES[v]] + net.text(text[v])
+                cosine = torch.dot(text[v], inputs.query[j]) / (text[v].norm() * inputs.query[j].norm())
+                boundary[v] = boundary[v] + h * q[j] + cosine * net.cosine_weight
         visited = set(topics)
 
         def score(state):
@@ -76,11 +87,11 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
     return torch.stack(out, dim=1)
 
 
-@pytest.mark.parametrize("message", ["add", "mul"])
+@pytest.mark.parametrize("message, entity_text", [("add", False), ("mul", False), ("add", True)])
 @pytest.mark.parametrize("pruned", [None, 1, 2])
-def test_steps_match_a_dense_message_passing_and_its_gradients(message, pruned):
+def test_steps_match_a_dense_message_passing_and_its_gradients(message, entity_text, pruned):
     inputs = hand_inputs([[0, 2], [4]])
-    net = network(message, nodes=pruned or 0)
+    net = network(message, nodes=pruned or 0, entity_text=entity_text)
     got = net(inputs).logits
     want = dense_forward(net, inputs, pruned)
     assert torch.allclose(got, want, rtol=1e-9, atol=1e-9)

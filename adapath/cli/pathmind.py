@@ -61,6 +61,7 @@ def pathmind_train(
     message: str = setting_option(TrainConfig, "message"),
     nodes: int = setting_option(TrainConfig, "nodes"),
     degree_ratio: float = setting_option(TrainConfig, "degree_ratio"),
+    entity_text: bool = setting_option(TrainConfig, "entity_text"),
     init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
                                      "weights (same settings): fine-tune on real records a model trained with "
                                      "generated questions, for example."),
@@ -87,7 +88,8 @@ def pathmind_train(
         raise InputError(f"--threads {threads}: must be at least 1")
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
                          select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers,
-                         network=network, message=message, nodes=nodes, degree_ratio=degree_ratio)
+                         network=network, message=message, nodes=nodes, degree_ratio=degree_ratio,
+                         entity_text=entity_text)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")

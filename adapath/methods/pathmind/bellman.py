@@ -81,15 +81,18 @@ class BellmanFordNet(nn.Module):
     cost = "bellman-ford"  # what inference's edge choice asks of a network
 
     def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
-                 hops: int = 3, message: str = "add", nodes: int = 0, degree_ratio: float = 1.0):
+                 hops: int = 3, message: str = "add", nodes: int = 0, degree_ratio: float = 1.0,
+                 entity_text: bool = False):
         super().__init__()
         if message not in MESSAGES:
             raise ValueError(f"message {message!r}: choose {', '.join(MESSAGES)}")
         self.config = {"network": self.network, "num_types": num_types, "num_codes": num_codes,
                        "query_dim": query_dim, "text_dim": text_dim, "hidden": hidden, "hops": hops,
                        "message": message, "nodes": nodes, "degree_ratio": degree_ratio}
+        if entity_text:  # recorded only when on: the models without it keep their settings
+            self.config["entity_text"] = True
         self.hidden, self.hops, self.message, self.num_codes = hidden, hops, message, num_codes
-        self.nodes, self.degree_ratio = nodes, degree_ratio
+        self.nodes, self.degree_ratio, self.entity_text = nodes, degree_ratio, entity_text
         self.query = nn.Linear(query_dim, hidden)
         self.relations = nn.ModuleList(nn.Linear(hidden, num_codes * hidden) for _ in range(hops))
         self.combine = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(hops))
@@ -100,6 +103,8 @@ class BellmanFordNet(nn.Module):
         # (type and text) against the question; d only and f only read them detached
         self.type_embedding = nn.Embedding(num_types, hidden)
         self.text = nn.Linear(text_dim, hidden, bias=False)
+        if entity_text:  # the entity's own evidence, read against the question: cosine's weight per channel
+            self.cosine_weight = nn.Parameter(torch.zeros(hidden))
         self.probes = nn.ModuleDict({"readout": mlp(2 * hidden, hidden, 1), "cumulative": mlp(hidden, hidden, 1),
                                      "future": mlp(hidden, hidden, 1)})
         self.visits: list[tuple[float, float]] = []  # per step of the last forward: entities, edges per question
@@ -148,6 +153,21 @@ class BellmanFordNet(nn.Module):
                     out[name] = self.probes[name](pair).squeeze(-1)
         return Output(logits, d, None, None, out)
 
+    def evidence(self, inputs, nodes: torch.Tensor, questions: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor:
+        """``--entity-text``: each entity's own evidence for a question, added to what it
+        aggregates (the paper's triple representation reads the entities' representations;
+        NBFNet's layers read none): (type embedding + text projection) * q' + cos(text, question)
+        * w. ``questions`` None: every node for every question (nodes x B x H), else the
+        question of each node (nodes x H)."""
+        text = inputs.whole.text.index_select(0, nodes)
+        h = self.type_embedding(inputs.whole.node_type.index_select(0, nodes)) + self.text(text)
+        unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        if questions is None:
+            return h[:, None, :] * q[None] + (unit @ query.T)[..., None] * self.cosine_weight
+        cosine = (unit * query.index_select(0, questions)).sum(1, keepdim=True)
+        return h * q.index_select(0, questions) + cosine * self.cosine_weight
+
     def boundary(self, inputs, q: torch.Tensor, n: int) -> torch.Tensor:
         start = torch.zeros(n, q.shape[0], self.hidden, dtype=q.dtype, device=q.device)
         return start.index_put((inputs.topic_rows, inputs.topic_cols), q.index_select(0, inputs.topic_cols))
@@ -157,8 +177,9 @@ class BellmanFordNet(nn.Module):
         (logits, d) over the places (or ``rows``), places x B."""
         places, graph = inputs.places, inputs.graph
         n, batch, hidden = len(places), q.shape[0], self.hidden
-        boundary = self.boundary(inputs, q, n)
-        x = boundary
+        x = boundary = self.boundary(inputs, q, n)
+        if self.entity_text:  # what an entity reached adds to its messages: its boundary and its evidence
+            boundary = boundary + self.evidence(inputs, torch.as_tensor(places.nodes).to(q.device), None, q)
         self.visits = []
         for t in range(self.hops):
             last = t == self.hops - 1
@@ -251,6 +272,9 @@ class BellmanFordNet(nn.Module):
             is_topic = np.isin(new_keys, topic_set)
             q_new = q.index_select(0, torch.as_tensor(new_question, device=device))
             aggregate = aggregate + q_new * torch.as_tensor(is_topic, device=device, dtype=x.dtype)[:, None]
+            if self.entity_text:
+                aggregate = aggregate + self.evidence(inputs, torch.as_tensor(new_keys % num_nodes, device=device),
+                                                      torch.as_tensor(new_question, device=device), q)
             found = np.zeros(len(new_keys), np.bool_)
             old_at = np.minimum(np.searchsorted(keys, new_keys), max(len(keys) - 1, 0))
             found = keys[old_at] == new_keys

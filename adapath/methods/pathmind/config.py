@@ -66,6 +66,9 @@ class TrainConfig:
     degree_ratio: float = setting(1.0, "A*Net's degree ratio: the edges kept per step, --nodes times the graph's "
                                        "mean degree times this, those whose far end has the highest priority "
                                        "(0: every edge of the selected entities).")
+    entity_text: bool = setting(False, "The Bellman-Ford network adds each reached entity's own evidence to what "
+                                       "it aggregates: its type and text read against the question, and its "
+                                       "text's cosine to it.")
 
     def __post_init__(self):
         # the walk algebra's options name the walk network (its legacy variants keep their commands)
