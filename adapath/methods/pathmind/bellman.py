@@ -261,8 +261,11 @@ class BellmanFordNet(nn.Module):
                     a[keep] for a in (source_row, target, edge_question, target_keys, at, seen, edge))
             x_in = torch.sigmoid(s)[:, None] * x
             rho = self.relation_vectors(t, q)
-            relation = rho[torch.as_tensor(codes[edge].astype(np.int64), device=device),
-                           torch.as_tensor(edge_question, device=device)]
+            # index_select (its gradient an index_add, summed in order) rather than advanced
+            # indexing, whose gradient's accumulation over repeated (code, question) pairs
+            # depends on the threads' schedule
+            pair = torch.as_tensor(codes[edge].astype(np.int64) * batch + edge_question, device=device)
+            relation = rho.reshape(-1, hidden).index_select(0, pair)
             sent = x_in.index_select(0, torch.as_tensor(source_row, device=device))
             message = sent + relation if self.message == "add" else sent * relation
             new_keys, inverse = np.unique(target_keys, return_inverse=True)
