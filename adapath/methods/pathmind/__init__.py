@@ -87,7 +87,8 @@ _DEVIATIONS = (
     "(NBFNet's linear map, layer norm and short-cut); d is the last step's state. The paper's literal triple "
     "representation (h_u W_r h_v)^T q over a GNN's entity representations, summed over walks as linear algebra, "
     "is --network walk: measured in docs/guide/pathmind.md, it learns walk volume rather than the entity "
-    "(on kg synth --scale 0.02, 320 generated questions, 80 answered: 25.0% exact match against 77.5%)",
+    "(on kg synth --scale 0.02, 320 generated questions, 80 answered: 25.0% exact match against 77.5%; on the "
+    "benchmark graph, 150 training records, 2 epochs: 1.0 against 10.3 answer-set Hits@1)",
     "no separate entity GNN by default: NBFNet's layers are the message passing (the paper's GNN, m_e = AGG{W_r "
     "h_e'}, h_e = UPDATE(h_e, m_e), belongs to --network walk); f is one linear map of [d, q'] (A*Net's), which "
     "the paper leaves unspecified",
@@ -95,8 +96,9 @@ _DEVIATIONS = (
     "each step a question propagates only from its --nodes (32) visited entities of highest priority (ties: the "
     "smaller node index), along the --degree-ratio x nodes x mean-degree of their edges whose far end has the "
     "highest priority, messages weighted by sigmoid(s) so the priority learns through the answer loss; the same "
-    "in training and answering; --nodes 0 propagates from every visited entity along every edge. Measured in "
-    "docs/guide/pathmind.md",
+    "in training and answering; --nodes 0 propagates from every visited entity along every edge (82.5 against "
+    "77.5 exact match on the generated graph, at half the training rate; on the benchmark graph 5.4 million "
+    "edges per question at the last step against 2,346, training 8 and answering 15 times slower)",
     "the query encoder is the project's --encoder at training (MiniLM by default) in place of BERT",
     "d(q, e) follows walks of at most 3 steps (paths that may revisit an entity), several questions side by "
     "side over the graph's CSR: simple paths cannot be enumerated over a whole 3-hop neighbourhood",
@@ -105,7 +107,9 @@ _DEVIATIONS = (
     "for: an unbiased estimate of the paper's sum; validation and inference score every entity (an entity the "
     "pruned search never reached scores s(0))",
     "named training options beside the default: --message mul (DistMult, NBFNet's default message), --nodes 0 "
-    "(no pruning), --loss balanced (positives weighted by negatives / positives) and --loss softmax "
+    "(no pruning), --entity-text (each reached entity's type and text read against the question, and its text's "
+    "cosine to it, added to what it aggregates: 18.3 against 10.3 Hits@1 on the benchmark graph at the small "
+    "budget, 72.5 against 77.5 exact match on the generated one), --loss balanced (positives weighted by negatives / positives) and --loss softmax "
     "(cross-entropy of a softmax over the subgraph); --network walk, the formula as literal walk algebra, with "
     "its legacy variants --cost product (the sum over walks of the product of triple representations), --entity "
     "gate (no message passing: type and text read against the question), --readout layers (d after each step "
