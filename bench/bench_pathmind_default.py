@@ -35,7 +35,7 @@ import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
 MODELS = {"default": {}, "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+          "text": {"entity_text": True}, "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
 
 
 def run(args) -> list[dict]:
