@@ -75,7 +75,7 @@ def run(args) -> list[dict]:
         if hasattr(model, "visits"):  # the Bellman-Ford network counts its steps' work
             forward = model.forward
 
-            def counted(*a, forward=forward, **k):
+            def counted(*a, forward=forward, model=model, visits=visits, **k):
                 out = forward(*a, **k)
                 visits.append(list(model.visits))
                 return out

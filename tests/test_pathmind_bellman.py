@@ -62,8 +62,8 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
                 boundary[v] = boundary[v] + h * q[j] + cosine * net.cosine_weight
         visited = set(topics)
 
-        def score(state):
-            return net.priority(state + net.future(torch.cat([state, q[j]]))).squeeze(-1)
+        def score(state, question=q[j]):
+            return net.priority(state + net.future(torch.cat([state, question]))).squeeze(-1)
 
         for t in range(net.hops):
             s = [score(x[v]) for v in range(n)]
