@@ -28,6 +28,7 @@ TIMED = {
     ("real_records.py", "prepare_bank"): ({"build_bank"}, {"build_bank"}),
     ("real_records.py", "answer_into"): ({"run_queries"}, {"answer"}),
     ("gpu.py", "part_ppr"): ({"personalized"}, {"personalized"}),
+    ("pathmind_default.py", "run"): ({"train", "answer"}, {"train"}),
 }
 # Benches that time no Numba kernel, or whose timing is checked elsewhere.
 NOT_TIMING_KERNELS = {

@@ -16,6 +16,8 @@ BENCHES = {
                                            "BioStrat-QA dev halves (models, ablations, reasoner rows)"),
     "pathmind-speed": ("adapath.bench.pathmind_speed", "PathMind's training, validation and answering questions/s and "
                                                        "page faults per question, setting against setting"),
+    "pathmind-default": ("adapath.bench.pathmind_default", "PathMind's priority networks on a small generated "
+                                                           "graph: what the default learns against its variants"),
     "real-records": ("adapath.bench.real_records", "AdaPath on real BioStrat-QA records planted in a graph: EM by "
                                                    "level x hop, recall, meta-path R@k, failures"),
     "encoder": ("adapath.bench.encoder", "CPU routes of the MiniLM node encoder: texts/s and ranking agreement with "

@@ -1,7 +1,7 @@
 """PathMind: training seconds per epoch against the number of training questions, and per
 graph scale inference ms/query and answer-set Hits@1/3 against the unlearned ablations.
 
-    python bench/bench_pathmind.py [--time-scale 0.2] [--questions 250,500,1000] [--batches 1,4]
+    adapath bench pathmind [--time-scale 0.2] [--questions 250,500,1000] [--batches 1,4]
                                    [--scales 0.2,1.0] [--train 150] [--test 50] [--json FILE]
 
 Table 1 (s/epoch): one graph at ``--time-scale``, questions generated on it, then ``--epochs``
@@ -15,9 +15,9 @@ the answer set's Hits@1/3 for the learned priority and the unlearned orders ``ne
 ``random``, LLM calls and prompt tokens per query with a scripted reasoner.
 
 ``--real``: PathMind on the real BioStrat-QA dev halves beside AdaPath's beam and walk
-(``bench/pathmind_real.py``):
+(``adapath/bench/pathmind_real.py``):
 
-    python bench/bench_pathmind.py --real [--graph base+diseases+competitors] [--scale 1.0] [--split test|inner]
+    adapath bench pathmind --real [--graph base+diseases+competitors] [--scale 1.0] [--split test|inner]
         [--quality-epochs 8] [--models paper,softmax,...] [--variants ...] [--reasoner 100]
         [--reasoner-train 500] [--reasoner-val 20] [--reasoner-dpo-lrs 5e-6,5e-5] [--json FILE]
 """
@@ -155,7 +155,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
                         "with --real).")
     parser.add_argument("--json", default=None, help="Also write the rows to this JSON file.")
-    real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (bench/pathmind_real.py)")
+    real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
     real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
     real.add_argument("--work", type=Path, default=Path(__file__).resolve().parents[2] / "bench" / "out" / "real-records",

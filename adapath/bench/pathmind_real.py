@@ -54,7 +54,8 @@ def say(text: str) -> None:
 MODELS = {"paper": {}, "softmax": {"loss": "softmax"}, "balanced": {"loss": "balanced"},
           "product": {"cost": "product"}, "gate": {"entity": "gate"}, "layers": {"readout": "layers"},
           "scalar": {"reading": "scalar"},
-          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"}}
+          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
+          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"}, "text": {"entity_text": True}}
 
 
 def model_settings(name: str) -> dict:
@@ -96,7 +97,9 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     if (out / "config.json").is_file():
         meta = json.loads((out / "config.json").read_text())
         return out, {"history": meta["history"]}
-    say(f"training PathMind ({config.cost} cost, {config.entity} entities, {config.loss} loss) on {len(records)} "
+    kind = (f"Bellman-Ford network, {config.message} message, {config.nodes or 'all'} entities per step"
+            if config.network == "bellman-ford" else f"walk network, {config.cost} cost, {config.entity} entities")
+    say(f"training PathMind ({kind}, {config.loss} loss) on {len(records)} "
         f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else "")
         + (f", starting from {init.name}" if init is not None else ""))
     examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]

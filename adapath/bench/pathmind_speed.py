@@ -18,7 +18,8 @@ from pathlib import Path
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
 MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "product": {"cost": "product"}, "gate": {"entity": "gate"}}
+          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "unpruned": {"nodes": 0},
+          "walk": {"network": "walk"}}
 SETTINGS = ("before", "after", "cuda")
 
 
@@ -130,7 +131,19 @@ def child(args) -> dict:
     model.eval()
     _, out["validate"] = timed(lambda: hits_at_many(model, features, held, (1, 3)), len(held))
     pathmind._entities = None  # the entity representations of the trained weights, computed in the timing
+    visits = []
+    if hasattr(model, "visits"):  # the Bellman-Ford network counts each step's work
+        forward = model.forward
+
+        def counted(*a, **k):
+            result = forward(*a, **k)
+            visits.append(list(model.visits))
+            return result
+
+        model.forward = counted
     results, out["answer"] = timed(lambda: pathmind.answer(queries), len(queries))
+    # entities / edges a question propagates from / along at each step (A*Net's visited counts)
+    out["visits"] = " ; ".join(f"{n:,.0f} / {e:,.0f}" for n, e in np.mean(np.array(visits), axis=0)) if visits else ""
     picks = json.dumps([r.extra["prioritized"] for r in results])
     out["answers"] = hashlib.blake2b(picks.encode(), digest_size=8).hexdigest()
     return out

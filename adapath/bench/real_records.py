@@ -1,7 +1,7 @@
 """AdaPath on real BioStrat-QA records: a bank half and a test half of the dev records, every
 record planted in a generated graph, each scorer answering the test half at all three levels.
 
-    python bench/bench_real_records.py [--records dev.jsonl] [--work bench/out/real-records]
+    adapath bench real-records [--records dev.jsonl] [--work bench/out/real-records]
         [--scale 1.0] [--graph planted|base|base+competitors|base+diseases|base+diseases+competitors[,...]]
         [--base DIR] [--diseases DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free]
         [--split test|inner]

@@ -57,16 +57,28 @@ def pathmind_train(
     entity: str = setting_option(TrainConfig, "entity"),
     readout: str = setting_option(TrainConfig, "readout"),
     gnn_layers: int = setting_option(TrainConfig, "gnn_layers"),
+    network: str = setting_option(TrainConfig, "network"),
+    message: str = setting_option(TrainConfig, "message"),
+    nodes: int = setting_option(TrainConfig, "nodes"),
+    degree_ratio: float = setting_option(TrainConfig, "degree_ratio"),
+    entity_text: bool = setting_option(TrainConfig, "entity_text"),
     init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
                                      "weights (same settings): fine-tune on real records a model trained with "
                                      "generated questions, for example."),
+    pretrain_generated: int = typer.Option(0, "--pretrain-generated", min=0, help="First train one epoch on "
+                                           "this many questions generated on the graph (beside the records), then "
+                                           "the records without them from those weights."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Evaluation questions (biostrat:PATH, repeatable) "
+                                      "whose (topic, answer) pairs no generated question may hold."),
 ) -> None:
     """Train the path-priority network with early stopping on a validation split.
 
-    With no options it trains the paper's model (a relational GNN's entity representations,
-    the additive cumulative cost, the binary cross-entropy over every entity of the query
-    subgraph); --cost, --entity, --readout and --loss name the variants. It reads the graph
-    and the questions only (no Path-Bank). Progress within each epoch
+    With no options it trains the paper's priority as NBFNet computes its formula (neural
+    Bellman-Ford layers, the additive message, the binary cross-entropy over every entity of
+    the query subgraph), pruned as A*Net prunes it (--nodes); --message, --nodes and --loss
+    name the variants, --network walk the formula as literal walk algebra (with its legacy
+    options --cost, --entity, --readout, --reading). It reads the graph and the questions
+    only (no Path-Bank). Progress within each epoch
     goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
@@ -75,7 +87,9 @@ def pathmind_train(
     if threads < 1:
         raise InputError(f"--threads {threads}: must be at least 1")
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
-                         select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers)
+                         select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers,
+                         network=network, message=message, nodes=nodes, degree_ratio=degree_ratio,
+                         entity_text=entity_text)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")
@@ -121,11 +135,40 @@ def pathmind_train(
         say(f"training on {sum(counts)} questions: {shares}; validating on {validation} from "
             f"{parse_spec(files[0][0]).name}")
 
-    model, history = train(graph, examples[0], features, config, progress=True, more=[e for p in examples[1:] for e in p],
+    more = [e for p in examples[1:] for e in p]
+    if pretrain_generated:
+        start = pretrain(graph, encoder_model, features, config, levels, examples[0], more, pretrain_generated,
+                         exclude, start)
+    model, history = train(graph, examples[0], features, config, progress=True, more=more,
                            split=split, init=start,
                            log=lambda h: say(epoch_line(h)))
     save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     say(f"wrote {out}")
+
+
+def pretrain(graph, encoder_model, features, config, levels, examples, more, count: int, exclude: list[str], start):
+    """The model one epoch over ``count`` generated questions (describe phrasing, 1 to 3 hops,
+    none holding an (topic, answer) pair of the ``exclude`` files) beside the records trains,
+    from ``start``'s weights or random ones: where training on the records alone starts."""
+    from dataclasses import replace
+
+    from adapath.datasets.biostrat import load_records, parse_spec
+    from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
+    from adapath.methods.pathmind.train import epoch_line, make_examples, train
+
+    held = set()
+    for spec in exclude:
+        held |= topic_answer_pairs(load_records(parse_spec(spec)))
+    say(f"generating {count} questions on the graph" + (f" (none holding one of {len(held)} (topic, answer) pairs "
+                                                          "of --exclude)" if exclude else ""))
+    records = QueryGenerator(graph).generate(count, seed=config.seed, phrasing="describe", first_id=10_000_000,
+                                             exclude=frozenset(held))
+    generated = [e for lv in levels for e in make_examples(graph, records, encoder_model, lv)]
+    say("pretraining one epoch on the generated questions beside the records")
+    model, _ = train(graph, examples, features, replace(config, epochs=1), progress=True, more=more + generated,
+                     init=start, log=lambda h: say(f"pretraining {epoch_line(h)}"))
+    say("training on the records from those weights")
+    return model
 
 
 @pathmind_app.command("reasoner-data")

@@ -56,8 +56,8 @@ def check_device(device: str) -> str:
 
 _PARAMS = (
     Param("prioritize", "model", "the priority that ranks entities: model (the learned s_q(e)); the paper's "
-          "ablations readout (w/o prioritization: the GNN's entity representation against the question, as a plain "
-          "GNN retriever scores), cumulative (d alone) and future (f alone); or nearest (hop distance, ties by "
+          "ablations readout (w/o prioritization: a question-free entity representation against the question, as a "
+          "plain retriever scores: the entity's type and text, or the GNN's with --network walk), cumulative (d alone) and future (f alone); or nearest (hop distance, ties by "
           "degree) and random"),
     Param("paths", "important", "the paths the reasoner reads: important (the prioritized paths), shortest "
           "(a shortest path from a topic to each selected entity, as GNN-RAG retrieves) or random (K random walks "
@@ -74,39 +74,57 @@ _PARAMS = (
 # What the paper states (../shared/papers/pathmind-paper-notes.txt) and where this
 # implementation departs from it, each with its reason and, where measured, its effect.
 _DEVIATIONS = (
-    "as the paper: the query subgraph is the union of every topic's 3-hop neighbourhood; entity representations "
-    "come from a randomly initialized relational GNN (m_e = AGG{W_r h_e'}, h_e = UPDATE(h_e, m_e)) and the query "
-    "from a text encoder (BERT in the paper); w_q(u, r, v) = (h_u W_r h_v)^T q; d(q, e) sums over the paths from the query's "
-    "topics the sum of their triple representations; f = f([d, q]); s = sigmoid(MLP(d + f)); the objective is "
-    "the binary cross-entropy over every entity of the subgraph, answers positive, the rest negative, unweighted; "
-    "top-K entities (K = 3) over T rounds",
-    "the GNN (pathmind train --gnn-layers, 2 by default) reads each entity's type and text embedding as its "
-    "input features (the paper does not say what its GNN starts from), aggregates by the mean, W_r = W diag(r) "
-    "(CompGCN's multiplicative composition: one matrix per layer, a vector per relation and direction), "
-    "UPDATE(h, m) = h + ReLU(U h + W m); it passes messages over the whole graph once for every question rather "
-    "than over each question's subgraph, which differs only at the subgraph's rim",
+    "as the paper: the query subgraph is the union of every topic's 3-hop neighbourhood; the query comes from a "
+    "text encoder (BERT in the paper); d(q, e) is the sum over the paths from the query's topics of the sum of "
+    "their triple representations, which is the generalized Bellman-Ford of NBFNet (Zhu et al., NeurIPS 2021) "
+    "with the additive (TransE) message and the sum aggregation; f = f([d, q]); s = sigmoid(MLP(d + f)) (A*Net's "
+    "priority, Zhu et al., NeurIPS 2023); the objective is the binary cross-entropy over every entity of the "
+    "subgraph, answers positive, the rest negative, unweighted; top-K entities (K = 3) over T rounds",
+    "d(q, e) is computed as NBFNet computes that formula, with neural layers (the default, --network "
+    "bellman-ford): the boundary puts the question's vector q' on the topics, each step reads its relation "
+    "vectors from q' (NBFNet's query-dependent relations), sends sigmoid(s(u)) x_u + r along every edge of a "
+    "visited entity, sums them with the boundary, then x_v <- x_v + ReLU(LayerNorm(W [input, aggregate])) "
+    "(NBFNet's linear map, layer norm and short-cut); d is the last step's state. The paper's literal triple "
+    "representation (h_u W_r h_v)^T q over a GNN's entity representations, summed over walks as linear algebra, "
+    "is --network walk: measured in docs/guide/pathmind.md, it learns walk volume rather than the entity "
+    "(on kg synth --scale 0.02, 320 generated questions, 80 answered: 25.0% exact match against 77.5%; on the "
+    "benchmark graph, 150 training records, 2 epochs: 1.0 against 10.3 answer-set Hits@1)",
+    "no separate entity GNN by default: NBFNet's layers are the message passing (the paper's GNN, m_e = AGG{W_r "
+    "h_e'}, h_e = UPDATE(h_e, m_e), belongs to --network walk); f is one linear map of [d, q'] (A*Net's), which "
+    "the paper leaves unspecified",
+    "A*Net's pruning, which makes the priority an A* search (the paper selects its top-K only after scoring): at "
+    "each step a question propagates only from its --nodes (32) visited entities of highest priority (ties: the "
+    "smaller node index), along the --degree-ratio x nodes x mean-degree of their edges whose far end has the "
+    "highest priority, messages weighted by sigmoid(s) so the priority learns through the answer loss; the same "
+    "in training and answering; --nodes 0 propagates from every visited entity along every edge (82.5 against "
+    "77.5 exact match on the generated graph, at half the training rate; on the benchmark graph 5.4 million "
+    "edges per question at the last step against 2,346, training 8 and answering 15 times slower)",
     "the query encoder is the project's --encoder at training (MiniLM by default) in place of BERT",
-    "(h_u W_r h_v)^T q is read as a vector, h_u * W_r * h_v * q' with W_r diagonal, so d(q, e) is a vector as "
-    "the paper's bold d; the scalar reading (its sum over channels) is a training option (--reading scalar)",
-    "d(q, e) sums over walks of at most 3 steps (paths that may revisit an entity), counted by a walk-count and "
-    "walk-sum recursion over the graph's CSR, several questions side by side: simple paths cannot be enumerated "
-    "over a whole 3-hop neighbourhood; the MLPs read sign(d) log(1 + |d|), since walk sums span many orders of "
-    "magnitude",
+    "d(q, e) follows walks of at most 3 steps (paths that may revisit an entity), several questions side by "
+    "side over the graph's CSR: simple paths cannot be enumerated over a whole 3-hop neighbourhood",
     "the objective's sum runs over a stratified sample of the subgraph each step (the answers, the topics, the 256 "
     "entities most like the question, 384 drawn per hop depth), each drawn entity weighted by how many it stands "
-    "for: an unbiased estimate of the paper's sum; validation and inference score every entity",
-    "named training options beside the paper's model: --cost product (d the sum over walks of the product of "
-    "triple representations, NBFNet's generalized Bellman-Ford, with positive factors and query-conditioned "
-    "relations), --entity gate (no message passing: each entity's type and text read against the question, plus "
-    "its text's cosine to it), --readout layers (d after each step side by side, NBFNet's concatenated states), "
-    "--loss balanced (positives weighted by negatives / positives) and --loss softmax (cross-entropy of a softmax "
-    "over the subgraph); measured in docs/benchmarks/pathmind_real.md",
+    "for: an unbiased estimate of the paper's sum; validation and inference score every entity (an entity the "
+    "pruned search never reached scores s(0))",
+    "named training options beside the default: --message mul (DistMult, NBFNet's default message), --nodes 0 "
+    "(no pruning), --entity-text (each reached entity's type and text read against the question, and its text's "
+    "cosine to it, added to what it aggregates: 18.3 against 10.3 Hits@1 on the benchmark graph at the small "
+    "budget, 72.5 against 77.5 exact match on the generated one), --loss balanced (positives weighted by negatives / positives) and --loss softmax "
+    "(cross-entropy of a softmax over the subgraph); --network walk, the formula as literal walk algebra, with "
+    "its legacy variants --cost product (the sum over walks of the product of triple representations), --entity "
+    "gate (no message passing: type and text read against the question), --readout layers (d after each step "
+    "side by side), --reading scalar and --gnn-layers (each of --cost, --entity, --readout and --reading other "
+    "than its default selects --network walk); measured in docs/guide/pathmind.md and "
+    "docs/benchmarks/pathmind_real.md",
+    "--pretrain-generated N trains one epoch on N questions generated on the graph (none holding a (topic, "
+    "answer) pair of the --exclude files) beside the records first, then on the records from those weights",
     "a selection round ranks its frontier by the best priority within reach through an entity in the rounds "
     "left (select=lookahead); the paper does not say how intermediate entities are ordered (select=greedy: "
     "by their own priority)",
     "the ablations are parameters of one trained model, not separately trained ones: w/o prioritization, d only "
-    "and f only read probe heads trained beside the priority on its detached entity representations, d and f "
-    "(so the priority trains exactly as without them); nearest and random are unlearned orders",
+    "and f only read probe heads trained beside the priority on detached inputs (an entity's type and text "
+    "against the question; d; f), so the priority trains exactly as without them; nearest and random are "
+    "unlearned orders",
     "the reasoner is whatever --llm names (the paper: Llama-3.1-8B after SFT and DPO); a trained LoRA adapter "
     "loads with --llm-option adapter=DIR",
     "a reasoning prompt longer than 2,048 estimated tokens (the paper's input bound) drops whole paths from its end "

@@ -18,6 +18,8 @@ READINGS = ("vector", "scalar")  # the triple representation (h_u W_r h_v)^T q r
 LOSSES = ("bce", "balanced", "softmax")  # the paper's BCE; class-balanced BCE; softmax cross-entropy
 COSTS = ("sum", "product")  # d(q, e): sum over paths of the sum (paper) or of the product of triple representations
 ENTITIES = ("gnn", "gate")  # h_e: a relational GNN over the graph (paper) or a question-read gate of type and text
+NETWORKS = ("bellman-ford", "walk")  # the neural Bellman-Ford (NBFNet / A*Net); the literal walk algebra
+MESSAGES = ("add", "mul")  # the Bellman-Ford message: TransE (the paper's sum of triple representations), DistMult
 READOUTS = ("last", "layers")  # the priority reads d(q, e) (paper) or d after each layer side by side (NBFNet)
 SELECTS = ("hits1", "hits3")
 MAX_HOPS = 5  # the Path-Bank's construction bound; a ball of mean degree ~60 covers the graph well before
@@ -31,7 +33,7 @@ class TrainConfig:
     reading: str = setting("vector", "The triple representation (h W_r h)^T q read as a vector (d(q, e) a "
                                      "vector) or a scalar.")
     epochs: int = setting(8, "Most epochs (early stopping on --select).")
-    lr: float = 1e-3  # 5e-3 peaked after one epoch on held-out records, then fell (bench/pathmind_real.py, inner split)
+    lr: float = 1e-3  # 5e-3 peaked after one epoch on held-out records, then fell (adapath bench pathmind --real, inner split)
     patience: int = 3
     val_fraction: float = 0.2
     seed: int = setting(0, "Seed of the split, the shuffling and the initial weights.")
@@ -52,6 +54,26 @@ class TrainConfig:
     readout: str = setting("last", "What the priority reads: last (the paper's d(q, e)) or layers (d after each "
                                    "step side by side, NBFNet's concatenated states).")
     gnn_layers: int = setting(2, f"Message-passing layers of --entity gnn (1-{MAX_GNN_LAYERS}).")
+    network: str = setting("bellman-ford", "The priority network: bellman-ford (d(q, e) by neural Bellman-Ford "
+                                           "layers, NBFNet's form of the paper's formula, pruned as A*Net) or walk "
+                                           "(the formula as literal walk algebra over GNN representations; "
+                                           "--cost, --entity, --readout and --reading other than their defaults "
+                                           "select it).")
+    message: str = setting("add", "The Bellman-Ford message: add (TransE: the paper's sum of triple "
+                                  "representations) or mul (DistMult, NBFNet's default).")
+    nodes: int = setting(32, "A*Net's pruning: entities each question propagates from per step, those of highest "
+                             "priority (0: every visited entity, no pruning). The same in training and answering.")
+    degree_ratio: float = setting(1.0, "A*Net's degree ratio: the edges kept per step, --nodes times the graph's "
+                                       "mean degree times this, those whose far end has the highest priority "
+                                       "(0: every edge of the selected entities).")
+    entity_text: bool = setting(False, "The Bellman-Ford network adds each reached entity's own evidence to what "
+                                       "it aggregates: its type and text read against the question, and its "
+                                       "text's cosine to it.")
+
+    def __post_init__(self):
+        # the walk algebra's options name the walk network (its legacy variants keep their commands)
+        if (self.cost, self.entity, self.readout, self.reading) != ("sum", "gnn", "last", "vector"):
+            self.network = "walk"
 
     def check(self) -> None:
         """One line for the first setting out of range, named as its option."""
@@ -65,7 +87,12 @@ class TrainConfig:
             raise InputError(f"--gnn-layers {self.gnn_layers}: must be between 1 and {MAX_GNN_LAYERS}")
         if self.select not in SELECTS:
             raise InputError(f"--select {self.select!r}: choose hits1 or hits3")
-        for option, value, choices in (("--reading", self.reading, READINGS), ("--loss", self.loss, LOSSES), ("--cost", self.cost, COSTS),
+        if self.nodes < 0:
+            raise InputError(f"--nodes {self.nodes}: must be at least 0 (0: no pruning)")
+        if self.degree_ratio < 0:
+            raise InputError(f"--degree-ratio {self.degree_ratio:g}: must be at least 0 (0: every edge)")
+        for option, value, choices in (("--network", self.network, NETWORKS), ("--message", self.message, MESSAGES),
+                                       ("--reading", self.reading, READINGS), ("--loss", self.loss, LOSSES), ("--cost", self.cost, COSTS),
                                        ("--entity", self.entity, ENTITIES), ("--readout", self.readout, READOUTS)):
             if value not in choices:
                 raise InputError(f"{option} {value!r}: choose {', '.join(choices)}")

@@ -122,7 +122,7 @@ class PathMind:
             inputs = features.batch(chunk, entities=self._entities)
             output = self.model(inputs, probes=() if self.mode == "model" else (self.mode,))
         logits = (output.logits if self.mode == "model" else output.probes[self.mode]).cpu().numpy()
-        d, gates, relations = (t.cpu().numpy() for t in (output.d, output.gates, output.relations))
+        d, gates, relations = (None if t is None else t.cpu().numpy() for t in (output.d, output.gates, output.relations))
         nodes, n = inputs.places.nodes, self.graph.num_nodes
         out = []
         for j in range(len(chunk)):
@@ -131,8 +131,8 @@ class PathMind:
             priority = np.full(n, -np.inf)
             priority[nodes] = logits[:, j]
             priority[~inside] = -np.inf
-            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, d[:, j], gates[:, j],
-                                   relations[:, j]))
+            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, None if d is None else d[:, j],
+                                   None if gates is None else gates[:, j], None if relations is None else relations[:, j]))
         return out
 
     def _unlearned(self, example: Example, inside: np.ndarray, depth: np.ndarray) -> Prioritized:

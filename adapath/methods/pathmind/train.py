@@ -39,6 +39,7 @@ from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.memory import keep_freed_memory
+from adapath.methods.pathmind.bellman import BellmanFordNet
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
 from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places, RelationalGraph
@@ -271,11 +272,16 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
     that are answers, where the binary cross-entropies start their output bias (the prior
     initialization of imbalanced binary classifiers: the first steps then learn the ranking
     instead of pushing every score down)."""
-    model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
-                        hidden=config.hidden, hops=config.hops, reading=config.reading,
-                        text_projection=config.text_projection, cost=config.cost, entity=config.entity,
-                        readout=config.readout, gnn_layers=config.gnn_layers)
-    if config.entity == "gnn":
+    if config.network == "bellman-ford":
+        model = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                               hidden=config.hidden, hops=config.hops, message=config.message, nodes=config.nodes,
+                               degree_ratio=config.degree_ratio, entity_text=config.entity_text)
+    else:
+        model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
+                            hidden=config.hidden, hops=config.hops, reading=config.reading,
+                            text_projection=config.text_projection, cost=config.cost, entity=config.entity,
+                            readout=config.readout, gnn_layers=config.gnn_layers)
+    if config.network == "walk" and config.entity == "gnn":
         model.gnn.fit_text(features.text)
     if answer_share is not None and config.loss == "bce":
         with torch.no_grad():
@@ -287,6 +293,9 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
 def start_from(model: PathMindNet, init: PathMindNet) -> None:
     """Copies ``init``'s weights into ``model``; one line naming the first setting where their
     shapes differ (the graph's types or relations, the encoder's width, an architecture option)."""
+    mine, theirs = model.config.get("network", "walk"), init.config.get("network", "walk")
+    if mine != theirs:  # the networks' settings differ wholesale: name the network
+        raise InputError(f"--init: a model of other settings (network {theirs!r}, here {mine!r})")
     for key, value in model.config.items():
         if init.config.get(key) != value:
             raise InputError(f"--init: a model of other settings ({key} {init.config.get(key)!r}, "
@@ -435,7 +444,12 @@ def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
     if meta.get("version", 1) != FORMAT_VERSION:
         raise InputError(f"{path}: a PathMind model of an earlier version; train it again "
                          "with `adapath pathmind train`")
-    model = PathMindNet(**meta["model"])
+    settings = dict(meta["model"])
+    if settings.pop("network", "walk") == "bellman-ford":
+        model = BellmanFordNet(**settings)
+    else:  # a walk-algebra model (its checkpoints name no network)
+        model = PathMindNet(**settings)
+        meta["train"]["network"] = "walk"
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     model.eval()
     return model, TrainConfig(**meta["train"])

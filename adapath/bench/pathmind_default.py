@@ -1,0 +1,177 @@
+"""PathMind's priority networks side by side on a small generated graph: what `pathmind train`
+with no options learns, against its named variants.
+
+The graph is `kg synth --scale S` (seed 0); the questions `dataset generate --hops 1,2` (seed
+0), the first ``--train`` for training (a fifth of them validating, as `pathmind train` splits),
+the next ``--test`` answered at the explicit level without an LLM. Each model trains with the
+default epochs and early stopping from the same seed, after an untimed epoch on 16 questions
+that compiles its network's kernels (and an untimed answering of 8). Figures: strict extractive exact match
+(the answer set's first entity), the answer set's Hits@1 / Hits@3, the best validation Hits@1,
+training and answering questions per second, and per question and step the entities propagated
+from and the edges propagated along (A*Net's count; unpruned: every visited entity and its
+edges). ``--walk-model DIR`` prints instead how much of a model's priority input the log of the
+walk count explains: the diagnosis of the literal walk algebra.
+
+Models: ``default`` (no options: the neural Bellman-Ford, additive message, BCE, pruned),
+``unpruned`` (``--nodes 0``), ``mul`` (``--message mul``), ``walk`` (``--network walk``: the
+paper's formula as literal walk algebra, the default before), ``nbfnet`` (the walk variant that
+learned), ``text`` (``--entity-text``), ``nodesN`` (``--nodes N``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import parser
+
+MODELS = {"default": {}, "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"},
+          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
+          "text": {"entity_text": True}, "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+
+
+def questions(args):
+    """The bench's graph (from the shared cache) and its training and answered records."""
+    from adapath.bench.inputs import inputs
+    from adapath.datasets.generate import QueryGenerator
+
+    graph, _ = inputs().graph(args.scale, 0)
+    hops = tuple(int(h) for h in args.hops.split(","))
+    records = QueryGenerator(graph).generate(args.train + args.test, seed=0, hops=hops)
+    return graph, records[:args.train], records[args.train:]
+
+
+def counting_visits(model) -> list:
+    """Each forward pass's per-step (entities, edges) of the Bellman-Ford network, appended."""
+    visits = []
+    if hasattr(model, "visits"):
+        forward = model.forward
+
+        def counted(*a, **k):
+            out = forward(*a, **k)
+            visits.append(list(model.visits))
+            return out
+
+        model.forward = counted
+    return visits
+
+
+def run(args) -> list[dict]:
+    import numba
+    import torch
+
+    from adapath.datasets.biostrat import query_from_record
+    from adapath.eval.metrics import em_strict
+    from adapath.methods.pathmind.config import TrainConfig
+    from adapath.methods.pathmind.infer import PathMind
+    from adapath.methods.pathmind.train import Features, make_examples, train
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+
+    torch.set_num_threads(args.threads)
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    graph, fit, test = questions(args)
+    encoder = make_encoder(args.encoder)
+    examples = make_examples(graph, fit, encoder)
+    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    queries = [query_from_record(r, "explicit") for r in test]
+    gold = [set(r["valid_answer_names"]) for r in test]
+    rows = []
+    for name in args.models.split(","):
+        config = TrainConfig(encoder=args.encoder, **MODELS[name])
+        train(graph, examples[:16], features, replace(config, epochs=1))  # untimed: this network's kernels compiled
+        clock = time.perf_counter()
+        model, history = train(graph, examples, features, config)
+        trained = time.perf_counter() - clock
+        fitted = int(round(len(examples) * (1 - config.val_fraction)))
+        method = PathMind(graph, model, config, encoder)
+        method.answer(queries[:8])  # untimed: the node texts read, the kernels compiled
+        visits = counting_visits(model)
+        clock = time.perf_counter()
+        results = method.answer(queries)
+        answered = time.perf_counter() - clock
+        hits = [np.mean([bool(set(r.extra["answer_set"][:k]) & g) for r, g in zip(results, gold)]) for k in (1, 3)]
+        steps = np.mean(np.array(visits), axis=0) if visits else []
+        rows.append({"model": name, "em_pct": round(100 * float(np.mean([em_strict(r.answer, g)
+                                                                          for r, g in zip(results, gold)])), 1),
+                     "hits1_pct": round(100 * float(hits[0]), 1), "hits3_pct": round(100 * float(hits[1]), 1),
+                     "val_hits1": round(max(h["val_hits1"] for h in history), 3), "epochs": len(history),
+                     "train_seconds": round(trained, 1),
+                     "train_qps": round(fitted / float(np.mean([h["seconds"] for h in history])), 1),
+                     "answer_qps": round(len(queries) / answered, 1),
+                     "entities_edges_per_step": " ; ".join(f"{n:,.0f} / {e:,.0f}" for n, e in steps) or "-"})
+    return rows
+
+
+def walk_volume(args) -> dict:
+    """Over each answered question's 3-hop ball (topics left out; for the Bellman-Ford network,
+    the entities its search reached): the R^2, channel by channel, of the priority's input
+    (d~ = sign(d) log(1 + |d|) for the walk network, the state for the Bellman-Ford one) against
+    the log of the number of walks of 1 to 3 steps from the topics."""
+    import scipy.sparse as sp
+    import torch
+
+    from adapath.methods.pathmind.model import signed_log
+    from adapath.methods.pathmind.train import Features, load_checkpoint, make_examples
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+
+    model, config = load_checkpoint(args.walk_model)
+    graph, _, records = questions(args)
+    encoder = make_encoder(config.encoder)
+    examples = make_examples(graph, records, encoder)
+    features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+    n = graph.num_nodes
+    rows = np.repeat(np.arange(n), np.diff(graph.indptr))
+    adjacency = sp.csr_matrix((np.ones(len(rows)), (rows, np.asarray(graph.indices))), shape=(n, n))
+    r2 = []
+    with torch.no_grad():
+        for e in examples:
+            inputs = features.batch([e])
+            if config.network == "walk":
+                d = signed_log(model(inputs).d[:, 0]).numpy()  # places x channels
+            else:
+                d = model(inputs, probes=("cumulative",)).d[:, 0].numpy()
+            walks, step = np.zeros(n), np.zeros(n)
+            step[list(e.topics)] = 1.0
+            for _ in range(config.hops):
+                step = adjacency @ step
+                walks += step
+            inside = walks[inputs.places.nodes] > 0
+            inside[inputs.places.local_of[list(e.topics)]] = False
+            inside &= np.abs(d).sum(1) > 0
+            x = np.log(walks[inputs.places.nodes][inside])
+            r2 += [np.corrcoef(x, c)[0, 1] ** 2 for c in d[inside].T if np.var(c) > 0 and np.var(x) > 0]
+    return {"network": config.network, "questions": len(examples), "r2_median": round(float(np.median(r2)), 2),
+            "r2_q1": round(float(np.quantile(r2, 0.25)), 2), "r2_q3": round(float(np.quantile(r2, 0.75)), 2)}
+
+
+def arguments():
+    out = parser(__doc__, scale=0.02)
+    out.add_argument("--train", type=int, default=320, help="generated training questions")
+    out.add_argument("--test", type=int, default=80, help="generated questions answered")
+    out.add_argument("--hops", default="1,2", help="the questions' hop counts")
+    out.add_argument("--models", default="default,unpruned,mul,walk", help=f"Of {', '.join(MODELS)}.")
+    out.add_argument("--encoder", default="minilm", help="query and node-text encoder")
+    out.add_argument("--threads", type=int, default=1, help="torch and Numba threads")
+    out.add_argument("--walk-model", type=Path, default=None, help="a `pathmind train` model on this graph and "
+                     "questions: print only how much of its priority input the walk count explains")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    from adapath.bench.result import report
+
+    parser_ = arguments()
+    args = parser_.parse_args(argv)
+    where = (f"kg synth --scale {args.scale} (seed 0); {args.train} training / {args.test} answered questions of "
+             f"{args.hops} hops; encoder {args.encoder}; {args.threads} thread(s)")
+    if args.walk_model:
+        report(args, walk_volume(args), f"walk count against the priority's input: {where}")
+        return
+    for name in args.models.split(","):
+        if name not in MODELS:
+            parser_.error(f"--models: {name!r} is not one of {', '.join(MODELS)}")
+    report(args, run(args), f"PathMind's priority networks: {where}")

@@ -1,0 +1,309 @@
+"""PathMind's priority as the path networks it comes from compute it: a neural Bellman-Ford
+(NBFNet, Zhu et al. 2021) whose priority prunes the propagation (A*Net, Zhu et al. 2023).
+
+The paper's cumulative cost ``d(q, e)`` -- a sum over the paths from the question's topics
+to ``e`` of the sum of their triple representations -- is NBFNet's generalized
+Bellman-Ford with the additive (TransE) message and the sum aggregation; NBFNet computes it
+with neural layers, and so does this network:
+
+- **boundary**: the question's vector ``q'`` at each of its topic entities, zero elsewhere;
+  the state ``x`` starts there;
+- **relations read from the question** (NBFNet's query-dependent relations): per step a
+  linear map of ``q'`` to one vector per relation and direction;
+- **per step t**: each visited entity ``u`` sends ``sigma(s(u)) x_u (+ or *) r_t`` (``add``,
+  the paper's sum of triple representations, or ``mul``, DistMult) along its edges; an
+  entity that receives sums the messages and its boundary, then ``x_v <- x_v + ReLU(LN(W
+  [sigma(s(v)) x_v, aggregate]))`` (a linear map over [input, aggregate], layer norm, ReLU,
+  the short-cut);
+- **priority**: ``s = MLP(d + f([d, q']))`` with ``d = x`` (the paper's formula, A*Net's
+  score), read at every step, so the messages of an entity are weighted by its priority
+  ``sigma(s)`` and the priority learns through the answer loss;
+- **pruning** (A*Net's, ``nodes > 0``): per step each question propagates only from its
+  ``nodes`` visited entities of highest priority (ties: the smaller node index), along the
+  ``degree_ratio * nodes * mean degree`` of their edges whose far end has the highest
+  priority (ties: the earlier edge, source by source in priority order, each source's edges
+  in storage order). An entity no message reached keeps the state zero and the priority
+  ``s(0)``.
+
+Without pruning every visited entity sends along every edge. Each step is then one pass of
+:func:`adapath.methods.pathmind.propagate.relational_gather` over the graph's CSR for the
+whole batch (no tensor of edges x hidden): the ``add`` message as ``[x, 1] . [1, r]``
+side by side, the ``mul`` message as ``x . r``, a column of ones counting the messages each
+entity receives. A question's values are zero outside the entities its walks reach. With
+pruning the selected edges are few, and their messages are materialized per edge, as A*Net
+does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from adapath.methods.pathmind.propagate import relational_gather
+
+MESSAGES = ("add", "mul")  # TransE (the paper's sum of triple representations), DistMult (NBFNet's default)
+PROBES = ("readout", "cumulative", "future")
+
+
+def visited(bits: np.ndarray, graph, places, batch: int) -> tuple[float, float]:
+    """(entities, edges) per question that a step without pruning propagates from and along:
+    the places whose bit the question holds, and their edges."""
+    degree = np.diff(graph.indptr)[places.nodes]
+    entities = edges = 0
+    for j in range(batch):
+        mine = (bits >> j) & 1
+        entities += int(mine.sum())
+        edges += int(degree[mine.astype(np.bool_)].sum())
+    return entities / batch, edges / batch
+
+
+def top_per_group(group: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, groups: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``score`` within each group (0..groups-1), ties by the
+    smaller ``tie``: group by group, best first."""
+    order = np.lexsort((tie, -score, group))
+    first = np.searchsorted(group[order], np.arange(groups))
+    place = np.arange(len(order)) - first[group[order]]
+    return order[place < k]
+
+
+def mlp(width_in: int, hidden: int, width_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(width_in, hidden), nn.ReLU(), nn.Linear(hidden, width_out))
+
+
+class BellmanFordNet(nn.Module):
+    """The priority network (see the module's text). ``nodes``: entities each question
+    propagates from per step (0: every visited one, no pruning); ``degree_ratio``: the edges
+    kept per step, as a multiple of ``nodes`` times the graph's mean degree (0: all of the
+    selected entities' edges)."""
+
+    network = "bellman-ford"
+    cost = "bellman-ford"  # what inference's edge choice asks of a network
+
+    def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
+                 hops: int = 3, message: str = "add", nodes: int = 0, degree_ratio: float = 1.0,
+                 entity_text: bool = False):
+        super().__init__()
+        if message not in MESSAGES:
+            raise ValueError(f"message {message!r}: choose {', '.join(MESSAGES)}")
+        self.config = {"network": self.network, "num_types": num_types, "num_codes": num_codes,
+                       "query_dim": query_dim, "text_dim": text_dim, "hidden": hidden, "hops": hops,
+                       "message": message, "nodes": nodes, "degree_ratio": degree_ratio}
+        if entity_text:  # recorded only when on: the models without it keep their settings
+            self.config["entity_text"] = True
+        self.hidden, self.hops, self.message, self.num_codes = hidden, hops, message, num_codes
+        self.nodes, self.degree_ratio, self.entity_text = nodes, degree_ratio, entity_text
+        self.query = nn.Linear(query_dim, hidden)
+        self.relations = nn.ModuleList(nn.Linear(hidden, num_codes * hidden) for _ in range(hops))
+        self.combine = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(hops))
+        self.norm = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(hops))
+        self.future = nn.Linear(2 * hidden, hidden)  # f([d, q']): A*Net's linear map of [hidden, query]
+        self.priority = mlp(hidden, hidden, 1)
+        # the ablations' heads: w/o prioritization reads a question-free entity representation
+        # (type and text) against the question; d only and f only read them detached
+        self.type_embedding = nn.Embedding(num_types, hidden)
+        self.text = nn.Linear(text_dim, hidden, bias=False)
+        if entity_text:  # the entity's own evidence, read against the question: cosine's weight per channel
+            self.cosine_weight = nn.Parameter(torch.zeros(hidden))
+        self.probes = nn.ModuleDict({"readout": mlp(2 * hidden, hidden, 1), "cumulative": mlp(hidden, hidden, 1),
+                                     "future": mlp(hidden, hidden, 1)})
+        self.visits: list[tuple[float, float]] = []  # per step of the last forward: entities, edges per question
+
+    # the interface the training loop and inference share with the walk network
+    def entities(self, whole, nodes: torch.Tensor | None = None):
+        return None
+
+    def _score(self, x: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(priority logits, f) of states ``x`` (... x H) for questions ``q`` (broadcast alike)."""
+        f = self.future(torch.cat([x, q.expand_as(x)], dim=-1))
+        return self.priority(x + f).squeeze(-1), f
+
+    def relation_vectors(self, step: int, q: torch.Tensor) -> torch.Tensor:
+        """Step ``step``'s relation vectors read from the questions: codes x B x H."""
+        return self.relations[step](q).view(q.shape[0], self.num_codes, self.hidden).transpose(0, 1)
+
+    def update(self, step: int, x_in: torch.Tensor, aggregate: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm[step](self.combine[step](torch.cat([x_in, aggregate], dim=-1))))
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, inputs, rows: torch.Tensor | None = None, probes: tuple[str, ...] = ()):
+        from adapath.methods.pathmind.model import Output
+
+        q = self.query(inputs.query)
+        if self.nodes > 0:
+            logits, d = self._pruned(inputs, q, rows, dense=bool(probes))
+        else:
+            logits, d = self._whole(inputs, q, rows)
+        out = {}
+        if probes:
+            f = self.future(torch.cat([d, q[None].expand_as(d)], dim=-1))
+            for name in probes:
+                if name == "cumulative":
+                    out[name] = self.probes[name](d.detach()).squeeze(-1)
+                elif name == "future":
+                    out[name] = self.probes[name](f.detach()).squeeze(-1)
+                else:
+                    index = torch.as_tensor(inputs.places.nodes).to(q.device)
+                    if rows is not None:
+                        index = index.index_select(0, rows)
+                    h = self.type_embedding(inputs.whole.node_type.index_select(0, index)) + \
+                        self.text(inputs.whole.text.index_select(0, index))
+                    pair = torch.cat([h.detach()[:, None, :].expand(-1, q.shape[0], -1),
+                                      q.detach()[None].expand(h.shape[0], -1, -1)], dim=-1)
+                    out[name] = self.probes[name](pair).squeeze(-1)
+        return Output(logits, d, None, None, out)
+
+    def evidence(self, inputs, nodes: torch.Tensor, questions: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor:
+        """``--entity-text``: each entity's own evidence for a question, added to what it
+        aggregates (the paper's triple representation reads the entities' representations;
+        NBFNet's layers read none): (type embedding + text projection) * q' + cos(text, question)
+        * w. ``questions`` None: every node for every question (nodes x B x H), else the
+        question of each node (nodes x H)."""
+        text = inputs.whole.text.index_select(0, nodes)
+        h = self.type_embedding(inputs.whole.node_type.index_select(0, nodes)) + self.text(text)
+        unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        if questions is None:
+            return h[:, None, :] * q[None] + (unit @ query.T)[..., None] * self.cosine_weight
+        cosine = (unit * query.index_select(0, questions)).sum(1, keepdim=True)
+        return h * q.index_select(0, questions) + cosine * self.cosine_weight
+
+    def boundary(self, inputs, q: torch.Tensor, n: int) -> torch.Tensor:
+        start = torch.zeros(n, q.shape[0], self.hidden, dtype=q.dtype, device=q.device)
+        return start.index_put((inputs.topic_rows, inputs.topic_cols), q.index_select(0, inputs.topic_cols))
+
+    def _whole(self, inputs, q: torch.Tensor, rows: torch.Tensor | None):
+        """Every visited entity propagates along every edge: one relational pass per step.
+        (logits, d) over the places (or ``rows``), places x B."""
+        places, graph = inputs.places, inputs.graph
+        n, batch, hidden = len(places), q.shape[0], self.hidden
+        x = boundary = self.boundary(inputs, q, n)
+        if self.entity_text:  # what an entity reached adds to its messages: its boundary and its evidence
+            boundary = boundary + self.evidence(inputs, torch.as_tensor(places.nodes).to(q.device), None, q)
+        self.visits = []
+        for t in range(self.hops):
+            last = t == self.hops - 1
+            s, _ = self._score(x, q[None])
+            x_in = torch.sigmoid(s)[..., None] * x
+            write = inputs.reach[t + 1] != 0
+            if last and rows is not None:
+                write = np.zeros(n, dtype=np.bool_)
+                write[rows.cpu().numpy()] = True
+            rho = self.relation_vectors(t, q)
+            # a source's ones are its question's bit: zero where its walks have not reached, as
+            # its state is (the kernels skip those sources; torch's ops, on a GPU, add them)
+            # (each question's own bits: a batch's marks may be the union of its questions')
+            own = inputs.reach[t] if inputs.reach_bits is None else places.mask(inputs.reach_bits[t])
+            bits = torch.as_tensor(own).to(x.device)
+            ones = ((bits[:, None] >> torch.arange(batch, device=x.device)) & 1).to(x.dtype)[..., None]
+            code_ones = rho.new_ones(rho.shape[0], batch, 1)
+            if self.message == "add":  # sum (x_u + r) = sum x_u * 1 + sum 1 * r
+                source = torch.cat([x_in, ones.expand(-1, -1, hidden), ones], dim=-1)
+                factor = torch.cat([code_ones.expand(-1, -1, hidden), rho, code_ones], dim=-1)
+            else:
+                source = torch.cat([x_in, ones], dim=-1)
+                factor = torch.cat([rho, code_ones], dim=-1)
+            width = source.shape[-1]
+            y = relational_gather(source.reshape(n, -1), factor.reshape(factor.shape[0], -1), graph, places, write,
+                                  inputs.reach[t], width).view(n, batch, width)
+            if last and rows is not None:
+                y, x, x_in, boundary = (a.index_select(0, rows) for a in (y, x, x_in, boundary))
+            aggregate = y[..., :hidden] + y[..., hidden:2 * hidden] if self.message == "add" else y[..., :hidden]
+            received = (y[..., -1:] > 0).to(x.dtype)  # an entity no message reached keeps its state
+            x = x + received * self.update(t, x_in, aggregate + boundary)
+            self.visits.append(visited(own, graph, places, batch))
+        logits, _ = self._score(x, q[None])
+        return logits, x
+
+    def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
+        """A*Net's pruned propagation over each question's visited entities, kept sparse:
+        (logits, d) over the places (or ``rows``), places x B; ``dense`` false: d is None
+        (answering reads the logits alone: no places x B x hidden tensor)."""
+        graph, places = inputs.graph, inputs.places
+        indptr, indices, codes = graph.indptr, graph.indices, graph.scatter_code
+        num_nodes, batch, hidden = graph.num_nodes, q.shape[0], self.hidden
+        device = q.device
+        mean_degree = len(indices) / max(num_nodes, 1)
+        # the state of each visited (question, node), keyed j * num_nodes + node, sorted
+        topic_nodes = places.nodes[inputs.topic_rows.cpu().numpy()]
+        topic_keys = inputs.topic_cols.cpu().numpy() * num_nodes + topic_nodes
+        order = np.argsort(topic_keys, kind="stable")
+        keys = topic_keys[order]
+        x = q.index_select(0, inputs.topic_cols.index_select(0, torch.as_tensor(order, device=device)))
+        topic_set = np.sort(topic_keys)
+        self.visits = []
+        for t in range(self.hops):
+            question = keys // num_nodes
+            s, _ = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
+            unseen, _ = self._score(torch.zeros_like(q), q)  # s(0) per question: an entity not reached
+            s_np = s.detach().cpu().numpy()
+            node = keys % num_nodes
+            # the top `nodes` per question: by priority, ties by the smaller node
+            chosen = top_per_group(question, s_np, node, self.nodes, batch)
+            # their edges, in the chosen order, each source's in storage order
+            lo, hi = indptr[node[chosen]], indptr[node[chosen] + 1]
+            lengths = hi - lo
+            total = int(lengths.sum())
+            source_row = np.repeat(chosen, lengths)
+            offsets = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            edge = np.repeat(lo, lengths) + offsets
+            target = indices[edge].astype(np.int64)
+            edge_question = question[source_row]
+            target_keys = edge_question * num_nodes + target
+            at = np.minimum(np.searchsorted(keys, target_keys), max(len(keys) - 1, 0))
+            seen = keys[at] == target_keys if len(keys) else np.zeros(total, np.bool_)
+            if self.degree_ratio > 0:  # the edges whose far end has the highest priority
+                unseen_np = unseen.detach().cpu().numpy()
+                far = np.where(seen, s_np[at], unseen_np[edge_question])
+                keep = np.sort(top_per_group(edge_question, far, np.arange(total),
+                                             int(np.ceil(self.degree_ratio * self.nodes * mean_degree)), batch))
+                source_row, target, edge_question, target_keys, at, seen, edge = (
+                    a[keep] for a in (source_row, target, edge_question, target_keys, at, seen, edge))
+            x_in = torch.sigmoid(s)[:, None] * x
+            rho = self.relation_vectors(t, q)
+            # index_select (its gradient an index_add, summed in order) rather than advanced
+            # indexing, whose gradient's accumulation over repeated (code, question) pairs
+            # depends on the threads' schedule
+            pair = torch.as_tensor(codes[edge].astype(np.int64) * batch + edge_question, device=device)
+            relation = rho.reshape(-1, hidden).index_select(0, pair)
+            sent = x_in.index_select(0, torch.as_tensor(source_row, device=device))
+            message = sent + relation if self.message == "add" else sent * relation
+            new_keys, inverse = np.unique(target_keys, return_inverse=True)
+            aggregate = x.new_zeros(len(new_keys), hidden).index_add(0, torch.as_tensor(inverse, device=device),
+                                                                    message)
+            new_question = new_keys // num_nodes
+            is_topic = np.isin(new_keys, topic_set)
+            q_new = q.index_select(0, torch.as_tensor(new_question, device=device))
+            aggregate = aggregate + q_new * torch.as_tensor(is_topic, device=device, dtype=x.dtype)[:, None]
+            if self.entity_text:
+                aggregate = aggregate + self.evidence(inputs, torch.as_tensor(new_keys % num_nodes, device=device),
+                                                      torch.as_tensor(new_question, device=device), q)
+            found = np.zeros(len(new_keys), np.bool_)
+            old_at = np.minimum(np.searchsorted(keys, new_keys), max(len(keys) - 1, 0))
+            found = keys[old_at] == new_keys
+            target_in = x_in.index_select(0, torch.as_tensor(old_at, device=device)) * \
+                torch.as_tensor(found, device=device, dtype=x.dtype)[:, None]
+            out = self.update(t, target_in, aggregate)
+            merged = np.union1d(keys, new_keys)
+            x = x.new_zeros(len(merged), hidden).index_add(
+                0, torch.as_tensor(np.searchsorted(merged, keys), device=device), x).index_add(
+                0, torch.as_tensor(np.searchsorted(merged, new_keys), device=device), out)
+            keys = merged
+            self.visits.append((len(chosen) / batch, len(edge) / batch))
+        question, node = keys // num_nodes, keys % num_nodes
+        s, _ = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
+        unseen, _ = self._score(torch.zeros_like(q), q)
+        local = places.local_of[node]
+        inside = local >= 0
+        n = len(places)
+        logits = unseen[None, :].expand(n, batch).index_put(
+            (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
+            s[torch.as_tensor(np.flatnonzero(inside), device=device)])
+        if not dense:
+            return (logits if rows is None else logits.index_select(0, rows)), None
+        d = x.new_zeros(n, batch, hidden).index_put(
+            (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
+            x[torch.as_tensor(np.flatnonzero(inside), device=device)])
+        if rows is not None:
+            logits, d = logits.index_select(0, rows), d.index_select(0, rows)
+        return logits, d
