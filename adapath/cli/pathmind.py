@@ -16,6 +16,7 @@ from adapath.cli.common import (
 )
 from adapath.errors import InputError
 from adapath.fsutil import check_writable
+from adapath.methods.pathmind.checks import check_installed, check_model_graph, model_settings
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.sft_dpo import DPO_LR, PAPER_DPO_LR, PAPER_SFT_LR, SFT_LR
 from adapath.progress import Progress
@@ -24,11 +25,12 @@ pathmind_app = typer.Typer(help="PathMind: train the path-priority model, build 
                             no_args_is_help=True)
 
 
-def check_level(level: str) -> None:
+def check_level(level: str, allow_all: bool = False) -> None:
     from adapath.datasets.biostrat import LEVELS
 
-    if level not in LEVELS:
-        raise InputError(f"--level {level!r}: choose {', '.join(LEVELS)}")
+    choices = (*LEVELS, "all") if allow_all else LEVELS
+    if level not in choices:
+        raise InputError(f"--level {level!r}: choose {', '.join(choices)}")
 
 
 @pathmind_app.command("train")
@@ -71,7 +73,8 @@ def pathmind_train(
     directory appears only when training has finished.
     """
     check_writable(out, folder=True)
-    check_level(level if level != "all" else "explicit")
+    check_level(level, allow_all=True)
+    check_installed("pathmind train")
     if threads < 1:
         raise InputError(f"--threads {threads}: must be at least 1")
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
@@ -101,8 +104,12 @@ def pathmind_train(
 
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    start = load_checkpoint(init)[0] if init is not None else None  # a bad --init fails before the graph loads
+    if init is not None:
+        model_settings(init)  # not a model: one line before the graph loads
     graph = KnowledgeGraph.load(kg)
+    if init is not None:
+        check_model_graph(init, graph.checksum(), kg)
+    start = load_checkpoint(init)[0] if init is not None else None
     encoder_model = make_encoder(encoder)
     levels = LEVELS if level == "all" else (level,)
     files = [(spec, load_records(parse_spec(spec))) for spec in queries]
@@ -148,6 +155,7 @@ def pathmind_reasoner_data(
     candidate paths). The paper's method reads the graph, the model and the questions only."""
     check_writable(out)
     check_level(level)
+    check_installed("pathmind reasoner-data")
     from adapath.cli.common import parse_pairs
     from adapath.methods.pathmind.sft_dpo import STAGES
     from adapath.methods.registry import get_method
@@ -166,6 +174,7 @@ def pathmind_reasoner_data(
 
     records = load_records(parse_spec(queries))
     graph = KnowledgeGraph.load(kg)
+    check_model_graph(model, graph.checksum(), kg)
     pipeline = spec.make(MethodContext(graph, kg, None, bank=bank, model=model, params=params))
     with Progress(len(records), "reasoner data", "questions") as bar:
         rows = reasoner_examples(pipeline, records, stage, level, progress=bar)
@@ -198,6 +207,9 @@ def pathmind_finetune(
     the reference; warm-up 3% of the steps, 2,048 tokens at most. Load the result with
     `--llm hf:BASE --llm-option adapter=OUT` (or vllm:)."""
     check_writable(out, folder=True)
+    from adapath.methods.pathmind.checks import TRAIN_INSTALL, TRAIN_PACKAGES
+
+    check_installed("pathmind finetune", TRAIN_PACKAGES, TRAIN_INSTALL)
     from adapath.methods.pathmind.sft_dpo import DEVICES, STAGES, finetune, training_device
 
     if stage not in STAGES:

@@ -165,6 +165,10 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
     return done
 
 
+# Settings that files made before them lack; such a file still resumes (and gains them).
+RECORDED_SINCE = frozenset({"queries_path", "queries_checksum"})
+
+
 def check_settings(out: Path, settings: dict, force: bool) -> None:
     """Start over with ``force``; else refuse to resume a file made with other settings."""
     sidecar = settings_path(out)
@@ -179,7 +183,8 @@ def check_settings(out: Path, settings: dict, force: bool) -> None:
         raise InputError(f"{out}: results without their settings file {sidecar.name}; "
                          "pass --force to start over")
     old = read_json_object(sidecar)
-    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)]
+    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)
+               and not (k in RECORDED_SINCE and k not in old)]
     if changed:
         key = changed[0]
         raise InputError(f"{out}: made with {key}={old.get(key)!r}, now {key}={settings.get(key)!r}; "
@@ -328,9 +333,18 @@ def prepare_answer_run(spec: MethodSpec, *, kg: Path, queries: str, given: dict[
     checksum = graph.checksum()
     if "bank" in spec.needs and bank is not None:
         BankStore(bank).check_graph(checksum, kg)
+    if "model" in spec.needs:  # a PathMind model: its packages, its folder and its graph
+        from adapath.methods.pathmind.checks import check_installed, check_model_graph, model_encoder
+
+        check_installed(f"--method {spec.name}")
+        if model is None:
+            raise InputError(f"--method {spec.name} needs --model (a folder `adapath pathmind train` wrote)")
+        encoder = model_encoder(check_model_graph(model, checksum, kg)) or encoder  # the one it answers with
     settings = {"method": spec.name, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    # the questions file answered, for `adapath eval` to compare with its --queries
+    settings["queries_path"], settings["queries_checksum"] = str(query_set.path()), query_set.checksum()
     replying = {k: v for k, v in llm_options.items() if k not in PLACEMENT}  # options that change replies
     if replying:  # absent otherwise, so files made before --llm-option still resume
         settings["llm_options"] = replying
