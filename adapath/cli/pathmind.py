@@ -10,11 +10,12 @@ from adapath.cli.common import (
     CACHE_DIR_HELP,
     DEFAULT_ENCODER,
     ENCODER_HELP,
+    announce_compiling,
     say,
     setting_option,
     use_cache_dir,
 )
-from adapath.errors import InputError
+from adapath.errors import InputError, ctrl_c_between_steps
 from adapath.fsutil import check_writable
 from adapath.methods.pathmind.checks import check_installed, check_model_graph, model_settings
 from adapath.methods.pathmind.config import TrainConfig
@@ -34,6 +35,7 @@ def check_level(level: str, allow_all: bool = False) -> None:
 
 
 @pathmind_app.command("train")
+@ctrl_c_between_steps()  # Ctrl-C stops between training steps, never inside a kernel; nothing is written
 def pathmind_train(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     queries: list[str] = typer.Option(..., "--queries", help="Training questions: biostrat:PATH, repeatable. The "
@@ -106,6 +108,7 @@ def pathmind_train(
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     if init is not None:
         model_settings(init)  # not a model: one line before the graph loads
+    announce_compiling("relational")
     graph = KnowledgeGraph.load(kg)
     if init is not None:
         check_model_graph(init, graph.checksum(), kg)

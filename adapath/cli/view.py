@@ -66,9 +66,8 @@ def bank_view(bank: Path, out: Path, kg: Path | None, sample: int, seed: int, ti
 
     graph = None
     if kg is not None:
-        from adapath.engine.graph import KnowledgeGraph
-
         from adapath.bank.store import BankStore
+        from adapath.engine.graph import KnowledgeGraph
 
         graph = KnowledgeGraph.load(kg)
         BankStore(bank).check_graph(graph.checksum(), kg)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.errors import InputError
+from adapath.errors import InputError, ctrl_c_between_steps
 from adapath.errors import Interrupted as Stopped
 from adapath.executors import Executor, LocalExecutor, WorkerSpec, in_order
 from adapath.fsutil import name_the_path
@@ -251,9 +251,10 @@ def run_queries(method: WorkerSpec | Callable[[], Method], queries: list[Query],
             progress.update(summary.already + summary.new)
 
     try:
-        if batches:
-            executor.start(spec)
-            executor.run(batches, in_order(write))
+        with ctrl_c_between_steps():  # Ctrl-C stops between batches, never inside a kernel
+            if batches:
+                executor.start(spec)
+                executor.run(batches, in_order(write))
     except KeyboardInterrupt:
         raise Interrupted(summary.already + summary.new, out) from None
     finally:
@@ -334,7 +335,11 @@ def prepare_answer_run(spec: MethodSpec, *, kg: Path, queries: str, given: dict[
     if "bank" in spec.needs and bank is not None:
         BankStore(bank).check_graph(checksum, kg)
     if "model" in spec.needs:  # a PathMind model: its packages, its folder and its graph
-        from adapath.methods.pathmind.checks import check_installed, check_model_graph, model_encoder
+        from adapath.methods.pathmind.checks import (
+            check_installed,
+            check_model_graph,
+            model_encoder,
+        )
 
         check_installed(f"--method {spec.name}")
         if model is None:
