@@ -13,6 +13,7 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
+    announce_compiling,
     encoder_option,
     llm_options,
     out_console,
@@ -88,6 +89,8 @@ def answer_cmd(
     run = prepare_answer_run(spec, kg=kg, queries=queries, given=given, topics=topics, bank=bank, model=model,
                              level=level, limit=limit, llm=llm, llm_options=backend_options,
                              tensor_parallel=tensor_parallel, encoder=encoder, note=say, observe=on_step)
+    announce_compiling(*(("relational",) if spec.name.startswith("pathmind") else ("walk_step",) if "bank" in spec.needs
+                         else ()))
     # made after every check: on a terminal it starts a live display that only `with bar` ends
     bar = Progress(None, "answer", unit="questions")
     with bar:
