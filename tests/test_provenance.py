@@ -218,3 +218,14 @@ def test_finetune_without_its_packages_names_the_train_extra(tmp_path, capsys, m
                             tmp_path / "sft.jsonl", "--out", tmp_path / "adapter"], capsys)
     one_line_refusal(code, err, "trl", '".[train]"')
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_json_array_as_questions_is_named_as_one(tmp_path, capsys):
+    """A JSON array (pretty-printed or on one line) is not JSON Lines: the message says so."""
+    records = [{"data_id": 1, "explicit_query": "q"}]
+    for name, text in (("pretty.json", json.dumps(records, indent=2)), ("flat.json", json.dumps(records))):
+        path = tmp_path / name
+        path.write_text(text)
+        code, _, err = run_cli(["answer", "--kg", tmp_path / "kg", "--queries", f"biostrat:{path}", "--out",
+                                tmp_path / "a.jsonl"], capsys)
+        one_line_refusal(code, err, f"{path}: a JSON array, not JSON Lines")
