@@ -184,3 +184,18 @@ def test_ctrl_c_at_random_instants_with_threads_and_batches(many, tmp_path, comm
                                text=True)
         assert again.returncode == 0, again.stderr
         assert read(out) == expected, f"try {attempt}, SIGINT at {delay:.2f} s"
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line():
+    """Ctrl-C in the first second, while the command line's modules import: one line, 130."""
+    code = ("import builtins\n"
+            "real = builtins.__import__\n"
+            "def stopped(name, *args, **kwargs):\n"
+            "    if name == 'adapath.cli.evaluate':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = stopped\n"
+            "import adapath.cli\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "adapath: interrupted; nothing half-written was kept (rerun the command to start again)\n"

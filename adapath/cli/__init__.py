@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import sys
 
-from adapath.cli.answer import answer_cmd, methods_cmd
-from adapath.cli.bank import bank_app
-from adapath.cli.common import Commands, say
-from adapath.cli.dataset import dataset_app
-from adapath.cli.evaluate import eval_app
-from adapath.cli.kg import kg_app
-from adapath.cli.llm import llm_app
-from adapath.cli.pathmind import pathmind_app
-from adapath.cli.view import view_cmd
-from adapath.errors import InputError, Interrupted, os_error_line, os_error_status
+INTERRUPTED = "interrupted; nothing half-written was kept (rerun the command to start again)"
+
+try:  # Ctrl-C while the command line loads ends as it does during the work: one line, exit 130
+    from adapath.cli.answer import answer_cmd, methods_cmd
+    from adapath.cli.bank import bank_app
+    from adapath.cli.common import Commands, say
+    from adapath.cli.dataset import dataset_app
+    from adapath.cli.evaluate import eval_app
+    from adapath.cli.kg import kg_app
+    from adapath.cli.llm import llm_app
+    from adapath.cli.pathmind import pathmind_app
+    from adapath.cli.view import view_cmd
+    from adapath.errors import InputError, Interrupted, os_error_line, os_error_status
+except KeyboardInterrupt:
+    print(f"adapath: {INTERRUPTED}", file=sys.stderr, flush=True)
+    sys.exit(130)
 
 app = Commands(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
@@ -32,9 +38,6 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(pathmind_app, name="pathmind")
 app.command("view")(view_cmd)
 app.add_typer(llm_app, name="llm")
-
-
-INTERRUPTED = "interrupted; nothing half-written was kept (rerun the command to start again)"
 
 
 def _from_ctrl_c(exc: BaseException) -> bool:
