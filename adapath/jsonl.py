@@ -25,7 +25,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             if not text.strip():
                 continue
             if text.lstrip().startswith("[") and not seen:
-                raise InputError(f"{path}: a JSON array, not JSON Lines (one object per line); convert it, "
+                raise InputError(f"{path}:{lineno}: a JSON array, not JSON Lines (one object per line); convert it, "
                                  f"e.g. `jq -c '.[]' {path} > {Path(path).stem}.jsonl`")
             seen = True
             try:

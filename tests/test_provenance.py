@@ -228,4 +228,4 @@ def test_a_json_array_as_questions_is_named_as_one(tmp_path, capsys):
         path.write_text(text)
         code, _, err = run_cli(["answer", "--kg", tmp_path / "kg", "--queries", f"biostrat:{path}", "--out",
                                 tmp_path / "a.jsonl"], capsys)
-        one_line_refusal(code, err, f"{path}: a JSON array, not JSON Lines")
+        one_line_refusal(code, err, f"{path}:1: a JSON array, not JSON Lines")

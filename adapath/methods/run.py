@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.errors import InputError, ctrl_c_between_steps
+from adapath.errors import InputError, ctrl_c_between_steps, stop_if_interrupted
 from adapath.errors import Interrupted as Stopped
 from adapath.executors import Executor, LocalExecutor, WorkerSpec, in_order
 from adapath.fsutil import name_the_path
@@ -249,6 +249,7 @@ def run_queries(method: WorkerSpec | Callable[[], Method], queries: list[Query],
             summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
         if progress is not None:
             progress.update(summary.already + summary.new)
+        stop_if_interrupted()  # the batch is kept: a safe point for a Ctrl-C noted meanwhile
 
     try:
         with ctrl_c_between_steps():  # Ctrl-C stops between batches, never inside a kernel
