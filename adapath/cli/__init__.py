@@ -6,6 +6,7 @@ packages are imported inside the commands, so ``adapath --help`` stays fast.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 INTERRUPTED = "interrupted; nothing half-written was kept (rerun the command to start again)"
@@ -23,6 +24,7 @@ try:  # Ctrl-C while the command line loads ends as it does during the work: one
     from adapath.errors import InputError, Interrupted, os_error_line, os_error_status
 except KeyboardInterrupt:
     print(f"adapath: {INTERRUPTED}", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(130)
 
 app = Commands(
@@ -52,6 +54,7 @@ def _from_ctrl_c(exc: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The program (``argv`` None: the process's own arguments; a list: a call from code)."""
     try:
         app(args=argv, standalone_mode=True)
     except InputError as exc:
@@ -71,3 +74,6 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:  # a write (or read) the checks before the work could not foresee
         say(f"adapath: error: {os_error_line(exc)}")
         sys.exit(os_error_status(exc))
+    finally:
+        if argv is None:  # the command has ended and said so: a late Ctrl-C cannot cut the exit short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
