@@ -343,9 +343,8 @@ def prepare_answer_run(spec: MethodSpec, *, kg: Path, queries: str, given: dict[
         )
 
         check_installed(f"--method {spec.name}")
-        if model is None:
-            raise InputError(f"--method {spec.name} needs --model (a folder `adapath pathmind train` wrote)")
-        encoder = model_encoder(check_model_graph(model, checksum, kg)) or encoder  # the one it answers with
+        if model is not None:  # (without one, making the method says so)
+            encoder = model_encoder(check_model_graph(model, checksum, kg)) or encoder  # the one it answers with
     settings = {"method": spec.name, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
