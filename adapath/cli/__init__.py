@@ -6,6 +6,7 @@ packages are imported inside the commands, so ``adapath --help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -24,8 +25,7 @@ try:  # Ctrl-C while the command line loads ends as it does during the work: one
     from adapath.errors import InputError, Interrupted, os_error_line, os_error_status
 except KeyboardInterrupt:
     print(f"adapath: {INTERRUPTED}", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(130)
+    os._exit(130)  # nothing ran yet; see _interrupted_exit
 
 app = Commands(
     help="adapath: multi-hop biomedical QA over knowledge graphs by path-finding.",
@@ -53,6 +53,18 @@ def _from_ctrl_c(exc: BaseException) -> bool:
     return False
 
 
+def _interrupted_exit(argv: list[str] | None) -> None:
+    """Exit 130 after a Ctrl-C the command has answered with its line. A program exits at once:
+    CPython turns the exit status of a process in which a KeyboardInterrupt once escaped code
+    it ran through its C API (as a compiled library's import may) into death by SIGINT at the
+    end, although the interrupt was handled. A call from code raises SystemExit."""
+    if argv is not None:
+        sys.exit(130)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The program (``argv`` None: the process's own arguments; a list: a call from code)."""
     try:
@@ -62,14 +74,15 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except Interrupted as exc:  # a long command's own account: what was kept, how to resume
         say(f"adapath: {exc}")
-        sys.exit(130)
+        _interrupted_exit(argv)
     except KeyboardInterrupt:
         say(f"adapath: {INTERRUPTED}")
-        sys.exit(130)
+        _interrupted_exit(argv)
     except SystemExit as exc:
         # Typer turns a Ctrl-C that no command handled into exit 130 before it reaches us
         if exc.code == 130 and _from_ctrl_c(exc):
             say(f"adapath: {INTERRUPTED}")
+            _interrupted_exit(argv)
         raise
     except OSError as exc:  # a write (or read) the checks before the work could not foresee
         say(f"adapath: error: {os_error_line(exc)}")
