@@ -199,14 +199,16 @@ def main() -> None:
             if not same:
                 print(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs from the reference\n  "
                       + again.stderr[-800:], file=sys.stderr, flush=True)
-        rows.append((command, seconds, counts))
+        rows.append((command, references[command][0], seconds, counts))
 
     print(f"Ctrl-C at random instants: scale {args.scale}, {args.train} training and {args.test} test questions, "
           f"NUMBA_NUM_THREADS=2, batches of 4, seed {args.seed}\n")
-    print("| command | uninterrupted s | interrupted | clean (exit 130, one line) | rerun = reference | finished first |")
-    print("|---|---|---|---|---|---|")
-    for command, seconds, c in rows:
-        print(f"| {command} | {seconds:.1f} | {c['tries']} | {c['clean']} | {c['same output']} | {c['finished first']} |")
+    print("| command | uninterrupted s | last window s | interrupted | clean (exit 130, one line) | rerun = reference "
+          "| finished first |")
+    print("|---|---|---|---|---|---|---|")
+    for command, reference, window, c in rows:
+        print(f"| {command} | {reference:.1f} | {window:.1f} | {c['tries']} | {c['clean']} | {c['same output']} "
+              f"| {c['finished first']} |")
 
 
 if __name__ == "__main__":
