@@ -23,6 +23,20 @@ def _as_if_created(path: Path, directory: bool) -> None:
     os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
 
 
+def give_created_modes(path: str | os.PathLike) -> None:
+    """Give ``path`` (a file, or a folder and everything in it) the modes a plain create under
+    the umask gives: writers that make private files (mkstemp, safetensors: 0600) would hide
+    shared outputs."""
+    path = Path(path)
+    _as_if_created(path, directory=path.is_dir())
+    if path.is_dir():
+        for place, folders, files in os.walk(path):
+            for name in folders:
+                _as_if_created(Path(place) / name, directory=True)
+            for name in files:
+                _as_if_created(Path(place) / name, directory=False)
+
+
 def name_the_path(exc: BaseException, target: str | os.PathLike) -> None:
     """An ``OSError`` that names no file (a write that ran out of disk) names ``target``, the
     output it was writing, so the one line the CLI prints says where."""
@@ -50,6 +64,7 @@ def atomic_dir(target: str | os.PathLike, overwrite: bool = False) -> Iterator[P
         shutil.rmtree(tmp, ignore_errors=True)
         name_the_path(exc, target)
         raise
+    give_created_modes(tmp)
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
         os.replace(target, old)

@@ -15,6 +15,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
+    seen = False  # a line holding JSON was read
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             try:
@@ -23,6 +24,10 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                 raise InputError(f"{path}:{lineno}: bytes are not valid UTF-8") from None
             if not text.strip():
                 continue
+            if text.lstrip().startswith("[") and not seen:
+                raise InputError(f"{path}:{lineno}: a JSON array, not JSON Lines (one object per line); convert it, "
+                                 f"e.g. `jq -c '.[]' {path} > {Path(path).stem}.jsonl`")
+            seen = True
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:

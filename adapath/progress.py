@@ -129,6 +129,9 @@ class Progress:
         self.advance(0)
 
     def advance(self, n: int = 1) -> None:
+        from adapath.errors import stop_if_interrupted
+
+        stop_if_interrupted()  # a step ended: a safe point for a Ctrl-C noted meanwhile
         self.done += n
         now = self.clock()
         if n > 0 and self._steady is None:

@@ -135,6 +135,12 @@ def test_the_methods_table_fits_80_columns_in_under_60_lines():
     for spec in all_methods().values():
         (row,) = [line for line in lines if line.split(" ", 1)[0] == spec.name]
         assert row.endswith(spec.calls or "-")
+        # readable: what it is runs to at least 60 characters before any cut
+        at = lines.index(row)
+        block = [row[len(spec.name):len(row) - len(spec.calls or "-")]]
+        block += [line for line in lines[at + 1:at + 3] if line.startswith("   ")]
+        shown = " ".join(" ".join(block).split())
+        assert shown.startswith(" ".join(spec.summary.split())[:60]), shown
 
 
 def test_one_method_in_full_as_plain_text(capsys, tmp_path):

@@ -638,7 +638,7 @@ def train_args(root, out, *extra):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--level", "explict"], "--level 'explict': choose explicit, implicit, bare"),
+    (["--level", "explict"], "--level 'explict': choose explicit, implicit, bare, all"),
     (["--epochs", "0"], "--epochs 0: must be at least 1"),
     (["--hops", "0"], "--hops 0: must be between 1 and 5"),
     (["--hops", "9"], "--hops 9: must be between 1 and 5"),

@@ -690,6 +690,19 @@ def demo(small_world) -> dict:
             "settings": json.loads((root / "answers.jsonl.settings.json").read_text())}
 
 
+def setting_words(value) -> str:
+    """A run setting as the page should write it (worked out here, not read from the page)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(setting_words, value)) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {setting_words(v)}" for k, v in value.items() if v is not None) or "none"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # a number as JavaScript writes it
+    return str(value)
+
+
 def test_browser_demo_view_page_reads_as_a_person_does(browser, demo):
     """Every question at every level, alone and beside another method: no object printed as
     text, no empty section, the sections the result lines have data for all there, no
@@ -712,10 +725,12 @@ def test_browser_demo_view_page_reads_as_a_person_does(browser, demo):
             assert [row[0] for row in other] == extra
             assert all(row[1].strip() for row in other)
         settings = details_rows(browser, card, "Run settings")
-        assert settings is not None and [row[0] for row in settings] == list(demo["settings"])
-        for (name, shown), value in zip(settings, demo["settings"].values()):
-            if name not in ("bank", "model", "topics", "queries"):  # paths: relative to the page (tested below)
-                assert shown == (value if isinstance(value, str) else json.dumps(value)) or json.loads(shown) == value
+        given = {k: v for k, v in demo["settings"].items() if v is not None}  # an unset one is left out
+        assert settings is not None and [row[0] for row in settings] == list(given)
+        for (name, shown), value in zip(settings, given.values()):
+            assert "null" not in shown and "{" not in shown and "[" not in shown, (name, shown)  # words, not JSON
+            if name not in ("bank", "model", "topics", "queries", "queries_path"):  # paths: relative to the page
+                assert shown == setting_words(value), (name, shown)
     # side by side: both columns' further parts
     browser.open(demo["view"].as_uri() + "#m=adapath&vs=again")
     for line in demo["lines"][:6]:
@@ -776,8 +791,9 @@ def test_view_page_shows_paths_relative_to_the_page(demo):
     kind, _, path = demo["settings"]["queries"].partition(":")
     assert Path(path).is_absolute() and shown["queries"] == f"{kind}:{os.path.relpath(path, folder)}"
     assert str(demo["root"].resolve()) not in html_text
-    assert {k: v for k, v in shown.items() if k not in ("bank", "queries")} == {
-        k: v for k, v in demo["settings"].items() if k not in ("bank", "queries")}
+    assert shown["queries_path"] == os.path.relpath(demo["settings"]["queries_path"], folder)
+    assert {k: v for k, v in shown.items() if k not in ("bank", "queries", "queries_path")} == {
+        k: v for k, v in demo["settings"].items() if k not in ("bank", "queries", "queries_path")}
 
 
 def test_browser_demo_run_settings_show_the_bank_relative_to_the_page(browser, demo):
@@ -798,3 +814,58 @@ def test_bank_page_title_names_the_bank_by_its_folders(bank, tmp_path, capsys):
     code, _, err = run_cli(["bank", "view", bank, "--out", tmp_path / "c.html", "--title", "Run 3's bank"], capsys)
     assert code == 0, err
     assert html.unescape(page_title.search((tmp_path / "c.html").read_text()).group(1)) == "Run 3's bank"
+
+
+LONG_NAMES = ["Wolff-Parkinson-White syndrome with paroxysmal supraventricular tachycardia (WWW MMM)",
+              "MMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMM",
+              "short", "Headache attributed to a disorder of homoeostasis, chronic, WWWWWWWW",
+              "Fever", "alpha-synuclein-interacting protein family member WMWMWMWMWMWMWMWM", "PTGS2",
+              "Migraine without aura, menstrually related, refractory to treatment MMMM", "x"]
+LONG_RELS = ["associated with through a very long relation name indeed WWWW", "ppi", "indication"]
+
+
+def test_browser_long_names_stay_inside_their_boxes_and_labels_clear_of_them(browser, tmp_path):
+    """Long node names, long relations, an edge within one column and an edge spanning two
+    gaps: every node's text inside its box, every edge label clear of every box."""
+    from adapath.view import write_question_page
+
+    head, tail, rel = (np.array(c) for c in zip(*EDGES))
+    graph = KnowledgeGraph.from_edges(
+        head, tail, rel, node_type=np.array(NODE_TYPE, dtype=np.int8),
+        node_id=np.array([ext(i) for i in range(len(NAMES))]), names=LONG_NAMES,
+        descriptions=[""] * len(NAMES), type_names=("drug with a long type name WWWWWWWWWWWW", *TYPES[1:]),
+        relation_names=tuple(LONG_RELS), relation_descriptions=tuple(LONG_RELS))
+    long_rel, short = LONG_RELS[0], LONG_RELS[1]
+    line = {"id": "1", "level": "explicit", "answer": LONG_NAMES[7], "raw": "", "metapaths": [],
+            "paths": [[step(3, long_rel, 6)],  # 6 in the second column
+                      [step(3, long_rel, 0), step(0, long_rel, 6), step(6, long_rel, 7)],  # 0-6: one column
+                      [step(3, short, 1), step(1, long_rel, 4), step(4, long_rel, 5)]],  # 6-7 spans two gaps
+            "explored": {}}
+    out = tmp_path / "long.html"
+    write_question_page({"alpha": as_results([line])}, as_items(), graph, out, title="long names")
+    browser.open(out.as_uri())
+    choose_row(browser, "1|explicit")
+    assert browser.errors() == []
+    found = browser.evaluate("""(() => {
+      const box = (e) => e.getBoundingClientRect();
+      const svg = document.querySelector('[data-method="alpha"] svg.paths');
+      const nodes = [...svg.querySelectorAll('g.node')].map((g) => ({rect: box(g.querySelector('rect.box')),
+        texts: [...g.querySelectorAll('text')].map((t) => [t.textContent, box(t)])}));
+      const labels = [...svg.querySelectorAll('text.edge-label')].map((t) => [t.textContent, box(t)]);
+      const out = [];
+      for (const n of nodes) for (const [text, r] of n.texts)
+        if (r.left < n.rect.left || r.right > n.rect.right || r.top < n.rect.top || r.bottom > n.rect.bottom)
+          out.push('outside its box: ' + text);
+      for (const [text, r] of labels) for (const n of nodes) {
+        const q = n.rect;
+        if (r.left < q.right + 1 && r.right > q.left - 1 && r.top < q.bottom + 1 && r.bottom > q.top - 1)
+          out.push('label touches a box: ' + text);
+      }
+      return {problems: out, nodes: nodes.length, labels: labels.length,
+              cut: nodes.filter((n) => n.texts[0][0].endsWith('…')).length};
+    })()""")
+    assert found["problems"] == []
+    assert found["nodes"] == 7 and found["labels"] == 8 and found["cut"] >= 4  # the long names were cut
+    # a result without meta-paths (PathMind's) has no "Meta-paths (0)" section saying "None."
+    heads = browser.evaluate("[...document.querySelectorAll('[data-method=\"alpha\"] section h3')].map(h => h.textContent)")
+    assert heads and not any(h.startswith("Meta-paths") for h in heads), heads

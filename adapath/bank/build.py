@@ -49,7 +49,7 @@ from adapath.bank.store import (
 )
 from adapath.bank.worker import BankTask, bank_worker_spec
 from adapath.engine.graph import KnowledgeGraph
-from adapath.errors import InputError
+from adapath.errors import InputError, stop_if_interrupted
 from adapath.executors import Executor, LocalExecutor
 from adapath.retrieval.bm25 import GraphText
 
@@ -185,6 +185,7 @@ def build_bank(graph: KnowledgeGraph, queries: list[TrainingQuery], out: str | P
             committer.commit(result)
             if on_progress is not None:
                 on_progress(progress)
+            stop_if_interrupted()  # the batch is committed: a safe point for a Ctrl-C noted meanwhile
 
         executor.run([BankTask(store, batch) for batch in batches], on_result)
     except BaseException:

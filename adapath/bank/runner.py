@@ -23,6 +23,7 @@ from adapath.engine.graph import KnowledgeGraph
 from adapath.engine.metapath import MetaPath
 from adapath.engine.ppr import PPREngine
 from adapath.engine.weights import QueryWeights, query_weights
+from adapath.errors import stop_if_interrupted
 from adapath.retrieval.bm25 import GraphText
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
@@ -269,7 +270,9 @@ class BatchRunner:
 
 def execute_batch(runner: BatchRunner, store: BankStore, batch: Batch) -> BatchResult:
     """Run one batch and write its part: what a worker does."""
-    return finish_batch(runner, store, solve_batch(runner, batch))
+    solved = solve_batch(runner, batch)
+    stop_if_interrupted()  # between the PPR solve and the corridors' kernels
+    return finish_batch(runner, store, solved)
 
 
 @dataclass

@@ -25,6 +25,8 @@ BENCHES = {
     "kg": ("adapath.bench.kg", "graph generation, PrimeKG kg.csv writing and import, loading: seconds and peak "
                                "memory"),
     "view": ("adapath.bench.view", "the result viewer's page size and load time in headless Chromium"),
+    "ctrl-c": ("adapath.bench.ctrl_c", "Ctrl-C at random instants into bank build, answer and PathMind: clean "
+                                       "exits (130, one line), reruns resumed to the uninterrupted output"),
     "paths-recall": ("adapath.bench.paths_recall", "Yen's paths against the exact hop-bounded search: gold paths "
                                                    "recovered, ms per query"),
     "metapath-coverage": ("adapath.bench.metapath_coverage", "gold meta-paths in each record's own bank entry, by "

@@ -13,6 +13,7 @@ from adapath.cli.common import (
     DEFAULT_ENCODER,
     ENCODER_HELP,
     LLM_OPTION_HELP,
+    announce_compiling,
     encoder_option,
     llm_options,
     out_console,
@@ -88,6 +89,8 @@ def answer_cmd(
     run = prepare_answer_run(spec, kg=kg, queries=queries, given=given, topics=topics, bank=bank, model=model,
                              level=level, limit=limit, llm=llm, llm_options=backend_options,
                              tensor_parallel=tensor_parallel, encoder=encoder, note=say, observe=on_step)
+    announce_compiling(*(("relational",) if spec.name.startswith("pathmind") else ("walk_step",) if "bank" in spec.needs
+                         else ()))
     # made after every check: on a terminal it starts a live display that only `with bar` ends
     bar = Progress(None, "answer", unit="questions")
     with bar:
@@ -147,6 +150,8 @@ def methods_cmd(
 def methods_table(specs: list, width: int) -> list[str]:
     """One line per method within ``width`` columns: name, what it is, paper, LLM calls per
     question; the two texts share what the other columns leave, cut with an ellipsis."""
+    if width < 120:
+        return narrow_methods_table(specs, width)
     rows = [(s.name, " ".join(s.summary.split()), " ".join(s.paper.split()), s.calls or "-") for s in specs]
     head = ("method", "what it is", "paper", "LLM calls")
     name_w = max(len(r[0]) for r in [head, *rows])
@@ -165,6 +170,27 @@ def methods_table(specs: list, width: int) -> list[str]:
     note = ("LLM calls per question: D = max_depth, N = width. `adapath methods NAME` (or --long): parameters, "
             "official code and deviations.")
     return [line(head), rule, *(line(r) for r in rows), "", *textwrap.wrap(note, max(width, 40))]
+
+
+def narrow_methods_table(specs: list, width: int) -> list[str]:
+    """The table for a narrow terminal: name, what it is (wrapped onto a second line, cut
+    after it), LLM calls; the papers are left to `adapath methods NAME`."""
+    rows = [(s.name, " ".join(s.summary.split()), s.calls or "-") for s in specs]
+    head = ("method", "what it is", "LLM calls")
+    name_w = max(len(r[0]) for r in [head, *rows])
+    calls_w = max(len(r[2]) for r in [head, *rows])
+    what_w = max(width - name_w - calls_w - 4, 20)  # two gaps of two spaces
+    out = ["  ".join([head[0].ljust(name_w), head[1].ljust(what_w), head[2]]),
+           "  ".join("-" * w for w in (name_w, what_w, calls_w))]
+    for name, what, calls in rows:
+        lines = textwrap.wrap(what, what_w, break_on_hyphens=False) or [""]
+        if len(lines) > 2:
+            lines = [lines[0], textwrap.shorten(" ".join(lines[1:]), what_w, placeholder="…")]
+        out.append("  ".join([name.ljust(name_w), lines[0].ljust(what_w), calls]).rstrip())
+        out += [" " * (name_w + 2) + line for line in lines[1:]]
+    note = ("LLM calls per question: D = max_depth, N = width. `adapath methods NAME` (or --long): paper, "
+            "parameters, official code and deviations.")
+    return [*out, "", *textwrap.wrap(note, max(width, 40))]
 
 
 def method_text(spec, width: int) -> str:

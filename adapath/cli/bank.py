@@ -9,8 +9,15 @@ from pathlib import Path
 import typer
 
 from adapath.bank.config import BankConfig
-from adapath.cli.common import CACHE_DIR_HELP, command_group, say, setting_option, use_cache_dir
-from adapath.errors import InputError, Interrupted
+from adapath.cli.common import (
+    CACHE_DIR_HELP,
+    announce_compiling,
+    command_group,
+    say,
+    setting_option,
+    use_cache_dir,
+)
+from adapath.errors import InputError, Interrupted, ctrl_c_between_steps
 from adapath.fsutil import check_writable
 
 bank_app = command_group("Build and inspect Path-Banks.")
@@ -90,14 +97,16 @@ def bank_build(
             say(f"{out}: complete already ({len(training)}/{len(training)} queries, the same graph, queries and "
                 "parameters); nothing written; --force rebuilds it")
             return
+        announce_compiling("pair_stage", "ppr_numba")
         with Progress(None, "bank", unit="queries") as bar:
             def report(progress):
                 if bar.total is None:  # sized at the first batch, counting what a resumed build had
                     bar.set_total(progress.total, done=progress.resumed_at)
                 bar.update(progress.done)
 
-            progress = build_bank(graph, training, out, config, executor=executor, graph_dir=kg,
-                                  force=force, on_progress=report, graph_checksum=checksum)
+            with ctrl_c_between_steps():  # Ctrl-C stops between batches, never inside a kernel
+                progress = build_bank(graph, training, out, config, executor=executor, graph_dir=kg,
+                                      force=force, on_progress=report, graph_checksum=checksum)
     except KeyboardInterrupt:
         raise Interrupted(_kept_note(BankStore(out), len(training))) from None
     finally:

@@ -43,6 +43,19 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+COMPILING = "compiling kernels, once per machine, about 2 minutes"
+
+
+def announce_compiling(*modules: str) -> None:
+    """Say, before any other line of the work, that the kernels of ``modules`` compile now
+    (their first run on this machine): in a log as on a terminal, so a silent first minutes
+    do not read as a hang."""
+    from adapath.kernels.cache import uncompiled
+
+    if uncompiled(modules):
+        say(COMPILING)
+
+
 def parse_pairs(items: list[str], flag: str) -> dict[str, str]:
     """``NAME=VALUE`` items of a repeatable option as a dict (the last of a repeated name wins)."""
     from adapath.errors import InputError

@@ -18,6 +18,8 @@ RESULTS_HELP = ("Result JSONL of `adapath answer`, as NAME=FILE or FILE; repeat 
 QUERIES_HELP = ("The questions with gold answers, one spec per question set (repeat): biostrat:PATH, "
                 "stark:PATH#SPLIT, medddx:PATH. A result file is scored against the set its settings file "
                 "names, else the one set that holds all its question ids.")
+ALLOW_OTHER_HELP = ("Score a result file against --queries even where its settings file records another "
+                    "questions file (another path or content checksum); refused otherwise.")
 KG_HELP = ("Graph folder. Names the valid answers the records leave unnamed (required when they do: "
            "STaRK-Prime, real BioStrat-QA records), and is needed for meta-path traversability and the judge.")
 
@@ -52,6 +54,7 @@ def eval_report(
     llm_option: list[str] = typer.Option([], "--llm-option", metavar="KEY=VALUE", help="For --judge-llm: " + LLM_OPTION_HELP),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for each EM cell's 95% interval."),
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
+    allow_other_queries: bool = typer.Option(False, "--allow-other-queries", help=ALLOW_OTHER_HELP),
 ) -> None:
     """Write metrics.json, Markdown tables (Tables 2, 3, 4, 11, efficiency) and PNG plots."""
     if ctx.invoked_subcommand is not None:
@@ -61,7 +64,7 @@ def eval_report(
     check_writable(out, folder=True)
     if resamples < 1:
         raise InputError(f"--resamples {resamples}: must be at least 1")
-    from adapath.eval.inputs import load_result_files
+    from adapath.eval.inputs import check_graph, check_provenance, load_result_files
     from adapath.eval.report import write_reports
     from adapath.eval.tables import table2, table3
     from adapath.llm import make_backend
@@ -72,6 +75,9 @@ def eval_report(
     graph = _load_graph(kg)
     runs = load_result_files(results)
     ablations = load_result_files(ablation, "--ablation") if ablation else None
+    if not allow_other_queries:
+        check_provenance(runs + (ablations or []), questions)
+    check_graph(runs + (ablations or []), graph, kg)
     judge = make_backend(judge_llm, judge_options)
     with Progress(None, "eval", unit="results") as bar:  # made after every input check
         report = write_reports(runs, questions, graph, out, ablations, judge=judge, resamples=resamples, seed=seed,
@@ -95,11 +101,12 @@ def eval_compare(
     kg: Path | None = typer.Option(None, "--kg", help=KG_HELP),
     resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples."),
     seed: int = typer.Option(42, "--seed", help="Seed of the bootstrap resampling."),
+    allow_other_queries: bool = typer.Option(False, "--allow-other-queries", help=ALLOW_OTHER_HELP),
 ) -> None:
     """Paired bootstrap of A - B over the questions both answered: per level x hop, each level,
     and overall; strict EM, and lenient where it differs."""
     from adapath.eval.compare import compare_rows, lenient_differs
-    from adapath.eval.inputs import load_result_files
+    from adapath.eval.inputs import check_graph, check_provenance, load_result_files
     from adapath.eval.report import score_files
     from adapath.eval.scoring import gold_set_line
     from adapath.eval.tables import compare_table
@@ -111,6 +118,9 @@ def eval_compare(
     (file_a,), (file_b,) = load_result_files([a], "A"), load_result_files([b], "B")
     if file_a.name == file_b.name:
         file_a.name, file_b.name = f"A: {file_a.name}", f"B: {file_b.name}"
+    if not allow_other_queries:
+        check_provenance([file_a, file_b], questions)
+    check_graph([file_a, file_b], graph, kg)
     rows, _, answered = score_files([file_a, file_b], questions, graph)
     rows_a, rows_b = rows[file_a.name], rows[file_b.name]
     table = compare_rows(rows_a, rows_b, resamples=resamples, seed=seed)

@@ -10,12 +10,14 @@ from adapath.cli.common import (
     CACHE_DIR_HELP,
     DEFAULT_ENCODER,
     ENCODER_HELP,
+    announce_compiling,
     say,
     setting_option,
     use_cache_dir,
 )
-from adapath.errors import InputError
+from adapath.errors import InputError, ctrl_c_between_steps
 from adapath.fsutil import check_writable
+from adapath.methods.pathmind.checks import check_installed, check_model_graph, model_settings
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.sft_dpo import DPO_LR, PAPER_DPO_LR, PAPER_SFT_LR, SFT_LR
 from adapath.progress import Progress
@@ -24,14 +26,16 @@ pathmind_app = typer.Typer(help="PathMind: train the path-priority model, build 
                             no_args_is_help=True)
 
 
-def check_level(level: str) -> None:
+def check_level(level: str, allow_all: bool = False) -> None:
     from adapath.datasets.biostrat import LEVELS
 
-    if level not in LEVELS:
-        raise InputError(f"--level {level!r}: choose {', '.join(LEVELS)}")
+    choices = (*LEVELS, "all") if allow_all else LEVELS
+    if level not in choices:
+        raise InputError(f"--level {level!r}: choose {', '.join(choices)}")
 
 
 @pathmind_app.command("train")
+@ctrl_c_between_steps()  # Ctrl-C stops between training steps, never inside a kernel; nothing is written
 def pathmind_train(
     kg: Path = typer.Option(..., "--kg", help="Graph directory."),
     queries: list[str] = typer.Option(..., "--queries", help="Training questions: biostrat:PATH, repeatable. The "
@@ -83,7 +87,8 @@ def pathmind_train(
     directory appears only when training has finished.
     """
     check_writable(out, folder=True)
-    check_level(level if level != "all" else "explicit")
+    check_level(level, allow_all=True)
+    check_installed("pathmind train")
     if threads < 1:
         raise InputError(f"--threads {threads}: must be at least 1")
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
@@ -115,8 +120,13 @@ def pathmind_train(
 
     torch.set_num_threads(threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    start = load_checkpoint(init)[0] if init is not None else None  # a bad --init fails before the graph loads
+    if init is not None:
+        model_settings(init)  # not a model: one line before the graph loads
+    announce_compiling("relational")
     graph = KnowledgeGraph.load(kg)
+    if init is not None:
+        check_model_graph(init, graph.checksum(), kg)
+    start = load_checkpoint(init)[0] if init is not None else None
     encoder_model = make_encoder(encoder)
     levels = LEVELS if level == "all" else (level,)
     files = [(spec, load_records(parse_spec(spec))) for spec in queries]
@@ -191,6 +201,7 @@ def pathmind_reasoner_data(
     candidate paths). The paper's method reads the graph, the model and the questions only."""
     check_writable(out)
     check_level(level)
+    check_installed("pathmind reasoner-data")
     from adapath.cli.common import parse_pairs
     from adapath.methods.pathmind.sft_dpo import STAGES
     from adapath.methods.registry import get_method
@@ -209,6 +220,7 @@ def pathmind_reasoner_data(
 
     records = load_records(parse_spec(queries))
     graph = KnowledgeGraph.load(kg)
+    check_model_graph(model, graph.checksum(), kg)
     pipeline = spec.make(MethodContext(graph, kg, None, bank=bank, model=model, params=params))
     with Progress(len(records), "reasoner data", "questions") as bar:
         rows = reasoner_examples(pipeline, records, stage, level, progress=bar)
@@ -241,6 +253,9 @@ def pathmind_finetune(
     the reference; warm-up 3% of the steps, 2,048 tokens at most. Load the result with
     `--llm hf:BASE --llm-option adapter=OUT` (or vllm:)."""
     check_writable(out, folder=True)
+    from adapath.methods.pathmind.checks import TRAIN_INSTALL, TRAIN_PACKAGES
+
+    check_installed("pathmind finetune", TRAIN_PACKAGES, TRAIN_INSTALL)
     from adapath.methods.pathmind.sft_dpo import DEVICES, STAGES, finetune, training_device
 
     if stage not in STAGES:

@@ -38,6 +38,7 @@ def view_cmd(
     check_writable(out)
 
     from adapath.engine.graph import KnowledgeGraph
+    from adapath.eval.inputs import ResultFile, check_graph
     from adapath.eval.report import load_results
     from adapath.jsonl import read_json_object
     from adapath.methods.run import settings_path
@@ -52,6 +53,8 @@ def view_cmd(
         settings[name] = read_json_object(sidecar) if sidecar.is_file() else {}
     question_set = load_questions(queries)
     graph = KnowledgeGraph.load(kg)
+    check_graph([ResultFile(name, runs[name], path, settings[name])
+                 for name, path in parse_results_options(results).items()], graph, kg)
     data = write_question_page(runs, question_set.items, graph, out, title=title, settings=settings)
     counts = ", ".join(f"{name} {len(lines)}" for name, lines in data["results"].items())
     say(f"wrote {out}: {len(data['questions'])} questions; results: {counts}")
@@ -63,9 +66,11 @@ def bank_view(bank: Path, out: Path, kg: Path | None, sample: int, seed: int, ti
 
     graph = None
     if kg is not None:
+        from adapath.bank.store import BankStore
         from adapath.engine.graph import KnowledgeGraph
 
         graph = KnowledgeGraph.load(kg)
+        BankStore(bank).check_graph(graph.checksum(), kg)
     data = write_bank_page(bank, out, graph, sample=sample, seed=seed, title=title)
     say(f"wrote {out}: {data['totals']['paths']:,} paths, {data['totals']['metapaths']} meta-paths, "
         f"{len(data['samples'])} sampled queries")

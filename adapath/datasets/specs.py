@@ -100,6 +100,33 @@ class QuerySet:
     def by_id(self) -> dict[str, Item]:
         return {item.id: item for item in self.items}
 
+    def path(self) -> Path:
+        """The questions file (or folder) the spec names, resolved."""
+        return Path(self.spec.partition(":")[2].partition("#")[0]).resolve()
+
+    def checksum(self) -> str:
+        """The content checksum of the questions file (see ``source_checksum``)."""
+        if not hasattr(self, "_checksum"):
+            self._checksum = source_checksum(self.path())
+        return self._checksum
+
+
+def source_checksum(path: str | Path) -> str:
+    """blake2b of a questions file's bytes; of a folder (STaRK-Prime's), of its files' names and
+    bytes in name order. Results record it, so evaluation can tell the file they answered."""
+    import hashlib
+
+    path = Path(path)
+    digest = hashlib.blake2b(digest_size=16)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.name.encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
 
 def parse_spec(spec: str) -> tuple[str, str]:
     kind, sep, rest = spec.partition(":")

@@ -7,7 +7,11 @@
   collide take their file stems.
 - Each file is scored against one of the ``--queries`` sets: the one its settings file
   (``FILE.settings.json``, written by ``adapath answer``) names, else the only set that holds
-  every question id of the file. Question ids may repeat across sets (STaRK-Prime's
+  every question id of the file.
+- ``check_provenance`` refuses a file whose settings name a questions file none of the
+  ``--queries`` is: the content checksum they record (the file may have moved), or, in
+  settings written before checksums were recorded, the spec's path. Files without settings
+  have nothing to compare and are bound by their ids. Question ids may repeat across sets (STaRK-Prime's
   synthesized and human sets both count from 0), so rows are keyed by (set, id, level).
 """
 
@@ -109,6 +113,53 @@ def _same_spec(a: str, b: str) -> bool:
     return kind_a == kind_b and split_a == split_b and bool(path_a) and Path(path_a).resolve() == Path(path_b).resolve()
 
 
+def _split(spec: str) -> str:
+    return spec.partition(":")[2].partition("#")[2]
+
+
+def _recorded_match(f: ResultFile, query_sets: list[QuerySet]) -> list[QuerySet]:
+    """The sets that are the questions file ``f``'s settings record (none recorded: [])."""
+    named, checksum = f.settings.get("queries"), f.settings.get("queries_checksum")
+    split = _split(named) if isinstance(named, str) else ""
+    if isinstance(checksum, str):
+        return [qs for qs in query_sets if qs.checksum() == checksum and _split(qs.spec) == split]
+    if isinstance(named, str):
+        return [qs for qs in query_sets if _same_spec(named, qs.spec)]
+    return []
+
+
+def check_provenance(files: list[ResultFile], query_sets: list[QuerySet]) -> None:
+    """Refuse, in one line naming both, a result file made from another questions file than
+    any ``--queries`` (eval's ``--allow-other-queries`` skips this check)."""
+    for f in files:
+        named = f.settings.get("queries")
+        if not isinstance(named, str) or _recorded_match(f, query_sets):
+            continue
+        checksum = f.settings.get("queries_checksum")
+        given = " or ".join(qs.spec for qs in query_sets)
+        where = f.path or f.name
+        if not isinstance(checksum, str):
+            what = f"answered {named} (its settings, from before checksums were recorded, name that path)"
+        elif any(_same_spec(named, qs.spec) for qs in query_sets):
+            what = f"answered {named} as it was then (checksum {checksum[:12]}); that file has changed since"
+        else:
+            what = f"answered {named} (checksum {checksum[:12]})"
+        raise InputError(f"{where}: {what}, not --queries {given}; pass --allow-other-queries to score it "
+                         "against them anyway")
+
+
+def check_graph(files: list[ResultFile], graph, kg) -> None:
+    """Refuse a result file its settings say was answered on another graph than ``kg``'s: its
+    paths and valid answers would be read against the wrong nodes."""
+    if graph is None:
+        return
+    for f in files:
+        answered_on = f.settings.get("graph_checksum")
+        if isinstance(answered_on, str) and answered_on != graph.checksum():
+            raise InputError(f"{f.path or f.name}: answered on another graph (checksum {answered_on[:12]}, "
+                             f"{kg} has {graph.checksum()[:12]}); give the --kg it was answered on")
+
+
 def bind(files: list[ResultFile], query_sets: list[QuerySet]) -> list[tuple[ResultFile, QuerySet]]:
     """Each file with the question set it answered (see the module docstring)."""
     if not query_sets:
@@ -117,8 +168,7 @@ def bind(files: list[ResultFile], query_sets: list[QuerySet]) -> list[tuple[Resu
     id_sets = [{item.id for item in qs.items} for qs in query_sets]
     for f in files:
         where = f.path or f.name
-        named = f.settings.get("queries")
-        chosen = [qs for qs in query_sets if isinstance(named, str) and _same_spec(named, qs.spec)]
+        chosen = _recorded_match(f, query_sets)
         if not chosen:
             ids = {r.id for r in f.results}
             chosen = [qs for qs, known in zip(query_sets, id_sets) if ids <= known]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapath.engine.graph import KnowledgeGraph
-from adapath.errors import InputError
+from adapath.errors import InputError, ctrl_c_between_steps, stop_if_interrupted
 from adapath.errors import Interrupted as Stopped
 from adapath.executors import Executor, LocalExecutor, WorkerSpec, in_order
 from adapath.fsutil import name_the_path
@@ -165,6 +165,10 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
     return done
 
 
+# Settings that files made before them lack; such a file still resumes (and gains them).
+RECORDED_SINCE = frozenset({"queries_path", "queries_checksum"})
+
+
 def check_settings(out: Path, settings: dict, force: bool) -> None:
     """Start over with ``force``; else refuse to resume a file made with other settings."""
     sidecar = settings_path(out)
@@ -179,7 +183,8 @@ def check_settings(out: Path, settings: dict, force: bool) -> None:
         raise InputError(f"{out}: results without their settings file {sidecar.name}; "
                          "pass --force to start over")
     old = read_json_object(sidecar)
-    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)]
+    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)
+               and not (k in RECORDED_SINCE and k not in old)]
     if changed:
         key = changed[0]
         raise InputError(f"{out}: made with {key}={old.get(key)!r}, now {key}={settings.get(key)!r}; "
@@ -244,11 +249,13 @@ def run_queries(method: WorkerSpec | Callable[[], Method], queries: list[Query],
             summary.answer_sources[r.answer_source] = summary.answer_sources.get(r.answer_source, 0) + 1
         if progress is not None:
             progress.update(summary.already + summary.new)
+        stop_if_interrupted()  # the batch is kept: a safe point for a Ctrl-C noted meanwhile
 
     try:
-        if batches:
-            executor.start(spec)
-            executor.run(batches, in_order(write))
+        with ctrl_c_between_steps():  # Ctrl-C stops between batches, never inside a kernel
+            if batches:
+                executor.start(spec)
+                executor.run(batches, in_order(write))
     except KeyboardInterrupt:
         raise Interrupted(summary.already + summary.new, out) from None
     finally:
@@ -328,9 +335,21 @@ def prepare_answer_run(spec: MethodSpec, *, kg: Path, queries: str, given: dict[
     checksum = graph.checksum()
     if "bank" in spec.needs and bank is not None:
         BankStore(bank).check_graph(checksum, kg)
+    if "model" in spec.needs:  # a PathMind model: its packages, its folder and its graph
+        from adapath.methods.pathmind.checks import (
+            check_installed,
+            check_model_graph,
+            model_encoder,
+        )
+
+        check_installed(f"--method {spec.name}")
+        if model is not None:  # (without one, making the method says so)
+            encoder = model_encoder(check_model_graph(model, checksum, kg)) or encoder  # the one it answers with
     settings = {"method": spec.name, "params": params, "llm": llm, "encoder": encoder, "queries": queries,
                 "topics": str(topics.resolve()) if topics else None, "graph_checksum": checksum,
                 "bank": str(bank.resolve()) if bank else None, "model": str(model.resolve()) if model else None}
+    # the questions file answered, for `adapath eval` to compare with its --queries
+    settings["queries_path"], settings["queries_checksum"] = str(query_set.path()), query_set.checksum()
     replying = {k: v for k, v in llm_options.items() if k not in PLACEMENT}  # options that change replies
     if replying:  # absent otherwise, so files made before --llm-option still resume
         settings["llm_options"] = replying

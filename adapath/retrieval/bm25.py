@@ -18,6 +18,7 @@ import bm25s
 import numpy as np
 import scipy.sparse as sp
 
+from adapath.fsutil import give_created_modes
 from adapath.retrieval.cache_dir import GraphCache
 
 STOPWORDS = "en"
@@ -161,6 +162,7 @@ class GraphText:
             tmp = Path(tempfile.mkdtemp(prefix=f".{cache.name}.", suffix=".tmp", dir=cache.parent))
             self.nodes.save(tmp / "nodes")
             self.relations.save(tmp / "relations")
+            give_created_modes(tmp)  # mkdtemp's folder is private
             os.replace(tmp, cache)
         except OSError:
             if tmp is not None:

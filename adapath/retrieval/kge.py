@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.fsutil import give_created_modes
 from adapath.retrieval.cache_dir import GraphCache
 
 
@@ -81,6 +82,7 @@ class TripletScorer:
         try:
             np.savez(tmp, entity=self.entity, relation=self.relation,
                      threshold=np.float64(self.threshold), holdout_accuracy=np.float64(self.holdout_accuracy))
+            give_created_modes(tmp)  # mkstemp's file is private
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)

@@ -215,4 +215,7 @@ def finetune(base: str | Path, stage: str, data: str | Path, out: str | Path, **
         {"stage": stage, "base": str(base), "sft_adapter": str(options.get("sft_adapter") or "") or None,
          "learning_rate": trainer.args.learning_rate, "device": "cpu" if trainer.args.use_cpu else "cuda",
          "precision": "bf16" if trainer.args.bf16 else "fp16" if trainer.args.fp16 else "fp32"}, indent=2))
+    from adapath.fsutil import give_created_modes
+
+    give_created_modes(out)  # safetensors writes its files 0600
     return trainer.state.log_history

@@ -124,12 +124,44 @@ const VIEW = (() => {
     return text.length > n ? text.slice(0, n - 1) + "…" : text;
   }
 
+  // Text widths as the page draws them (a canvas measures with the page's own font), so a
+  // name or a label is cut to the room it has rather than to a count of characters.
+  let measurer = null;
+  function textWidth(text, font) {
+    if (!measurer) measurer = document.createElement("canvas").getContext("2d");
+    measurer.font = `${font} ${getComputedStyle(document.body).fontFamily}`;
+    return measurer.measureText(text).width;
+  }
+
+  function fit(text, room, font) {
+    if (textWidth(text, font) <= room) return text;
+    let lo = 0, hi = text.length;  // the longest cut that fits with its ellipsis
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (textWidth(text.slice(0, mid).trimEnd() + "…", font) <= room) lo = mid; else hi = mid - 1;
+    }
+    return text.slice(0, lo).trimEnd() + "…";
+  }
+
+  // The t at which a left-to-right cubic reaches x (its x grows with t).
+  function bezierAt(controls, x) {
+    let lo = 0, hi = 1;
+    for (let i = 0; i < 30; i++) {
+      const mid = (lo + hi) / 2;
+      if (bezierPoint(mid, ...controls)[0] < x) lo = mid; else hi = mid;
+    }
+    return (lo + hi) / 2;
+  }
+
   function bezierPoint(t, p0, p1, p2, p3) {
     const u = 1 - t;
     return [0, 1].map((k) => u * u * u * p0[k] + 3 * u * u * t * p1[k] + 3 * u * t * t * p2[k] + t * t * t * p3[k]);
   }
 
   const NODE_W = 178, NODE_H = 40, GAP_X = 136, GAP_Y = 14, PAD = 12;
+  const TEXT_X = 14, TEXT_ROOM = NODE_W - TEXT_X - 8;  // a node's text: after its colour bar, inside its box
+  const LABEL_MARGIN = 6;  // an edge label keeps this far from the boxes
+  const NAME_FONT = "600 12px", TYPE_FONT = "10.5px", LABEL_FONT = "11px", GOLD_LABEL_FONT = "600 11px";
 
   /* Paths (and the gold path, when known) as one layered graph: a node's column is its
    * smallest position along any path; within a column nodes follow the mean row of their
@@ -207,15 +239,21 @@ const VIEW = (() => {
       const pair = edgeKey(e.a, e.b, "");
       const nth = pairCount.get(pair) || 0;
       pairCount.set(pair, nth + 1);
-      // Label where the edges have spread out: near the end with fewer edges.
-      const fanOut = degree.get(left) - degree.get(right);
-      const t = sameColumn ? 0.5 : fanOut > 0 ? 0.62 : fanOut < 0 ? 0.38 : 0.5;
-      const [mx, my0] = bezierPoint(t, [x1, y1], [x1 + bend, y1], [x2 + (sameColumn ? bend : -bend), y2], [x2, y2]);
-      const my = my0 + nth * 13;
+      // The label sits in one gap between columns, clear of the boxes: the gap right of the
+      // left end (an edge may span several columns, whose boxes stand in its other gaps).
+      // Within it, where the edges have spread out: near the end with fewer edges.
+      const controls = [[x1, y1], [x1 + bend, y1], [x2 + (sameColumn ? bend : -bend), y2], [x2, y2]];
+      const gapLeft = x1 + LABEL_MARGIN, gapRight = (sameColumn ? x1 + GAP_X : Math.min(x2, x1 + GAP_X)) - LABEL_MARGIN;
+      const font = e.gold ? GOLD_LABEL_FONT : LABEL_FONT;
       // an edge known to be stored right to left as drawn reads "← relation"
-      const label = clip((!sameColumn && e.storedFrom === right ? "← " : "") + e.rel, 24);
-      const half = label.length * (e.gold ? 3.5 : 3.2);  // about half the label's width at 11px
-      const lx = sameColumn || x2 - x1 < 2 * half + 8 ? mx : Math.min(Math.max(mx, x1 + half + 4), x2 - half - 4);
+      const label = fit((!sameColumn && e.storedFrom === right ? "← " : "") + e.rel, gapRight - gapLeft, font);
+      const half = textWidth(label, font) / 2;
+      const fanOut = degree.get(left) - degree.get(right);
+      let t = sameColumn ? 0.5 : fanOut > 0 ? 0.62 : fanOut < 0 ? 0.38 : 0.5;
+      if (!sameColumn && x2 - x1 > GAP_X) t = bezierAt(controls, x1 + GAP_X / 2);
+      const [mx, my0] = bezierPoint(t, ...controls);
+      const my = my0 + nth * 13;
+      const lx = Math.min(Math.max(mx, gapLeft + half), gapRight - half);
       labels.append(svg("text", { x: lx, y: my + 4, class: "edge-label" + (e.gold ? " gold" : ""),
                                   "text-anchor": "middle", text: label },
                         svg("title", { text: e.rel })));
@@ -229,8 +267,8 @@ const VIEW = (() => {
       g.append(svg("title", { text: `${n.name}\n${n.type || "unknown type"} · id ${id}` }));
       g.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 7, fill: tint(colour, 0.82), stroke: colour, class: "box" }));
       g.append(svg("rect", { width: 6, height: NODE_H, rx: 3, fill: colour }));
-      g.append(svg("text", { x: 14, y: 17, class: "node-name", text: clip(n.name, 25) }));
-      g.append(svg("text", { x: 14, y: 32, class: "node-type", text: n.type || "?" }));
+      g.append(svg("text", { x: TEXT_X, y: 17, class: "node-name", text: fit(n.name, TEXT_ROOM, NAME_FONT) }));
+      g.append(svg("text", { x: TEXT_X, y: 32, class: "node-type", text: fit(n.type || "?", TEXT_ROOM, TYPE_FONT) }));
       boxes.append(g);
     }
     return root;

@@ -217,6 +217,17 @@
     return table;
   }
 
+  // A setting as words, never raw JSON: lists comma-separated, objects as "key value" pairs.
+  function settingText(v) {
+    if (Array.isArray(v)) return v.map(settingText).join(", ") || "none";
+    if (v && typeof v === "object") {
+      return Object.entries(v).filter(([, x]) => x !== null && x !== undefined)
+        .map(([k, x]) => `${k} ${settingText(x)}`).join(", ") || "none";
+    }
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    return String(v);
+  }
+
   // A method's result in four parts, so that a comparison can line them up row by row.
   function headPart(m, r, q) {
     if (r === null) return [el("h3", { cls: "mhead" }, m), el("p", { cls: "muted" }, "No result for this question at this level.")];
@@ -229,9 +240,11 @@
       el("div", { cls: "mhead" }, el("h3", {}, m), badge(r)),
       el("div", { cls: "answer" }, el("span", { cls: "label" }, "answer"), el("span", { cls: "answertext" }, r.answer || "(empty)")),
       usageLine(r), facts.length ? el("div", { cls: "usage" }, facts) : null,
-      settings ? V.details("Run settings", el("dl", { cls: "facts" }, Object.entries(settings).map(([k, v]) =>
-        [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]))) : null,
-      V.section(`Meta-paths (${r.metapaths.length})`, metapathTable(r, q)),
+      settings ? V.details("Run settings", el("dl", { cls: "facts" }, Object.entries(settings)
+        .filter(([, v]) => v !== null && v !== undefined)
+        .map(([k, v]) => [el("dt", {}, k), el("dd", {}, settingText(v))]))) : null,
+      // a method that reads no meta-paths (PathMind, the LLM baselines) shows no empty section
+      r.metapaths.length ? V.section(`Meta-paths (${r.metapaths.length})`, metapathTable(r, q)) : null,
     ];
   }
 

@@ -1,0 +1,211 @@
+"""Ctrl-C at random instants into the long commands: each must end with one line and exit 130,
+keep nothing half-written, and its rerun must resume to the output an uninterrupted run gives.
+
+On a generated graph: generate training and test questions, run each command once without an
+interrupt (the reference output, and its wall time T), then TRIES times start it, send SIGINT
+at a uniformly random instant in [0.5 s, T], and rerun the same command to completion (T: a second
+uninterrupted run, once the first compiled the kernels and filled the graph's caches; a try the
+command outran shortens it and does not count):
+
+- ``bank build`` (batches of 4): the rerun resumes; its paths equal the reference bank's.
+- ``answer`` (AdaPath, batches of 4): the rerun resumes; its result lines equal the reference's
+  (LLM usage aside).
+- ``answer --method pathmind`` (batches of 4), with the reference's PathMind model.
+- ``pathmind train`` (batches of 4): nothing is written; the rerun's weights equal the
+  reference model's.
+
+Numba runs 2 threads (NUMBA_NUM_THREADS=2). A try where the command ended before the signal
+was sent, or finished its work and exited 0 as the signal came, counts apart (finished first).
+Before 0.5 s the interpreter itself may still be starting, before any of adapath's code runs: a
+Ctrl-C there is Python's own (a two-line traceback, killed by SIGINT). The table: per command, tries, clean (exit 130, the
+last stderr line `adapath: interrupted...`, no traceback), resumed to the same output, and
+finished first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMMANDS = ("bank", "answer", "pathmind-answer", "pathmind-train")
+
+
+def cli(*args) -> list[str]:
+    return [sys.executable, "-m", "adapath.cli", *map(str, args)]
+
+
+def environment() -> dict:
+    return dict(os.environ, NUMBA_NUM_THREADS="2", ADAPATH_PROGRESS_INTERVAL="1")
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, env=environment(), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done
+
+
+def interrupted(args: list[str], delay: float) -> tuple[int | None, list[str]]:
+    """Start ``args``, SIGINT after ``delay`` seconds; (exit status, stderr lines); status None
+    when the command had finished before the signal."""
+    proc = subprocess.Popen(args, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        proc.wait(delay)
+        finished = True
+    except subprocess.TimeoutExpired:
+        finished = False
+        proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=600)[1]
+    # exit 0: the work was done and written before the signal arrived (it came during the exit)
+    return (None if finished or proc.returncode == 0 else proc.returncode), err.splitlines()
+
+
+def clean(code: int | None, lines: list[str]) -> bool:
+    text = "\n".join(lines)
+    return (code == 130 and bool(lines) and lines[-1].startswith("adapath: interrupted")
+            and "Traceback" not in text and "SystemError" not in text)
+
+
+# ------------------------------------------------------------------ each command's output
+def bank_output(folder: Path):
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    rows = pq.read_table(folder / "paths.parquet").to_pylist()
+    return manifest["complete"], sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+
+
+def answers_output(path: Path):
+    lines = []
+    for line in path.read_text().splitlines():
+        obj = json.loads(line)
+        obj.pop("usage", None)
+        lines.append(json.dumps(obj, sort_keys=True))
+    return sorted(lines)
+
+
+def model_output(folder: Path):
+    from safetensors.numpy import load_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    return {k: v.tobytes() for k, v in sorted(tensors.items())}
+
+
+def strays(folder: Path) -> list[str]:
+    """Temporary files or folders an interrupted write left beside its outputs."""
+    return [p.name for p in folder.iterdir() if p.name.startswith(".") and (".tmp" in p.name or ".old-" in p.name)]
+
+
+def arguments():
+    from adapath.bench.inputs import parser
+
+    out = parser(__doc__, scale=0.05, seed=0)
+    out.add_argument("--tries", type=int, default=20, help="interrupted tries per command")
+    out.add_argument("--train", type=int, default=120, help="generated training questions")
+    out.add_argument("--test", type=int, default=40, help="generated test questions")
+    out.add_argument("--commands", default=",".join(COMMANDS), help=f"Of {', '.join(COMMANDS)}.")
+    out.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
+    commands = args.commands.split(",")
+    unknown = set(commands) - set(COMMANDS)
+    if unknown:
+        sys.exit(f"--commands: unknown {sorted(unknown)}; choose from {', '.join(COMMANDS)}")
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-ctrl-c-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    kg, train, test = work / "kg", work / "train.jsonl", work / "test.jsonl"
+    run(cli("kg", "synth", "--scale", args.scale, "--seed", 0, "--out", kg, "--force"))
+    run(cli("dataset", "generate", "--kg", kg, "--n", args.train, "--seed", 1, "--out", train))
+    run(cli("dataset", "generate", "--kg", kg, "--n", args.test, "--seed", 2, "--first-id", 100000, "--out", test))
+    tries = work / "tries"
+
+    def bank_args(out):
+        return cli("bank", "build", "--kg", kg, "--queries", f"biostrat:{train}", "--batch", 4, "--workers", 2,
+                   "--out", out)
+
+    def answer_args(out):
+        return cli("answer", "--kg", kg, "--bank", work / "bank", "--queries", f"biostrat:{test}", "--level", "all",
+                   "--encoder", "hashing", "--batch", 4, "--out", out)
+
+    def pathmind_answer_args(out):
+        return cli("answer", "--method", "pathmind", "--kg", kg, "--model", work / "model", "--queries",
+                   f"biostrat:{test}", "--level", "all", "--batch", 4, "--out", out)
+
+    def train_args(out):
+        return cli("pathmind", "train", "--kg", kg, "--queries", f"biostrat:{train}", "--encoder", "hashing",
+                   "--epochs", 2, "--batch", 4, "--threads", 2, "--out", out)
+
+    plan = {  # command -> (arguments for an output, the output's name, its reading)
+        "bank": (bank_args, "bank", bank_output),
+        "answer": (answer_args, "answers.jsonl", answers_output),
+        "pathmind-answer": (pathmind_answer_args, "pathmind.jsonl", answers_output),
+        "pathmind-train": (train_args, "model", model_output),
+    }
+    needed = {"answer": ["bank"], "pathmind-answer": ["pathmind-train"]}
+    references = {}
+    for command in ("bank", "answer", "pathmind-train", "pathmind-answer"):  # each after what it needs
+        if command not in commands and not any(command in needed.get(c, []) for c in commands):
+            continue
+        make, name, read = plan[command]
+        run(make(work / name))  # the first run also compiles kernels and fills the graph's caches
+        start = time.perf_counter()
+        run(make(work / "warm" / name))  # T: a run as the tries make it
+        references[command] = (time.perf_counter() - start, read(work / name))
+        if read(work / "warm" / name) != references[command][1]:
+            sys.exit(f"{command}: two uninterrupted runs differ; nothing to compare a resumed run with")
+        print(f"reference {command}: {references[command][0]:.1f} s", file=sys.stderr, flush=True)
+
+    rows = []
+    for command in commands:
+        make, name, read = plan[command]
+        seconds, expected = references[command]
+        counts = {"tries": 0, "clean": 0, "same output": 0, "finished first": 0}
+        for attempt in range(3 * args.tries):  # until TRIES tries were interrupted
+            if counts["tries"] == args.tries:
+                break
+            if tries.exists():
+                shutil.rmtree(tries)
+            tries.mkdir()
+            out = tries / name
+            delay = rng.uniform(0.5, seconds)
+            code, lines = interrupted(make(out), delay)
+            if code is None:
+                counts["finished first"] += 1
+                seconds = min(seconds, delay)
+                continue
+            counts["tries"] += 1
+            left = strays(tries)
+            ok = clean(code, lines) and not left and not (command == "pathmind-train" and out.exists())
+            counts["clean"] += ok
+            if not ok:
+                print(f"{command} try {attempt} (SIGINT at {delay:.2f} s): exit {code}, strays {left}; last lines:\n  "
+                      + "\n  ".join(lines[-6:]), file=sys.stderr, flush=True)
+            again = subprocess.run(make(out), env=environment(), capture_output=True, text=True)
+            same = again.returncode == 0 and read(out) == expected
+            counts["same output"] += same
+            if not same:
+                print(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs from the reference\n  "
+                      + again.stderr[-800:], file=sys.stderr, flush=True)
+        rows.append((command, references[command][0], seconds, counts))
+
+    from adapath.bench.result import report
+
+    report(args, [{"command": command, "uninterrupted_s": round(reference, 1), "last_window_s": round(window, 1),
+                   "interrupted": c["tries"], "clean_exit_130_one_line": c["clean"],
+                   "rerun_equals_reference": c["same output"], "finished_first": c["finished first"]}
+                  for command, reference, window, c in rows],
+           f"Ctrl-C at random instants: scale {args.scale}, {args.train} training and {args.test} test questions, "
+           f"NUMBA_NUM_THREADS=2, batches of 4, seed {args.seed}")
