@@ -131,16 +131,12 @@ def child(args) -> dict:
     model.eval()
     _, out["validate"] = timed(lambda: hits_at_many(model, features, held, (1, 3)), len(held))
     pathmind._entities = None  # the entity representations of the trained weights, computed in the timing
-    visits = []
-    if hasattr(model, "visits"):  # the Bellman-Ford network counts each step's work
-        forward = model.forward
-
-        def counted(*a, **k):
-            result = forward(*a, **k)
-            visits.append(list(model.visits))
-            return result
-
-        model.forward = counted
+    try:  # the Bellman-Ford network counts each step's work; a source tree from before it has neither
+        from adapath.bench.pathmind_default import counting_visits
+    except ImportError:
+        def counting_visits(model):
+            return []
+    visits = counting_visits(model)
     results, out["answer"] = timed(lambda: pathmind.answer(queries), len(queries))
     # entities / edges a question propagates from / along at each step (A*Net's visited counts)
     out["visits"] = " ; ".join(f"{n:,.0f} / {e:,.0f}" for n, e in np.mean(np.array(visits), axis=0)) if visits else ""
