@@ -85,3 +85,14 @@ def test_the_walks_order_among_its_candidates_counts():
     3.31, so R; with W first, W -0.69 + 8 = 7.31 against R 0 + 4 = 4, so W."""
     assert answer(LOGITS, WalkVote([R, W]), k=3).extra["answer_set"][0] == f"n{R}"
     assert answer(LOGITS, WalkVote([W, R]), k=3).extra["answer_set"][0] == f"n{W}"
+
+
+def test_the_guide_says_the_vote_as_the_listing_does():
+    from pathlib import Path
+
+    from adapath.methods.pathmind.guide import VOTE
+    from adapath.methods.registry import get_method
+
+    page = " ".join((Path(__file__).parents[1] / "docs" / "guide" / "pathmind.md").read_text().split())
+    assert " ".join(VOTE.split()) in page
+    assert any(VOTE in line for line in get_method("pathmind+walk").deviations)
