@@ -425,7 +425,9 @@ def print_tables(out: dict) -> None:
                 print(f"| {label} | {overall(methods, name)} | - | - |")
     em = [n for n in methods if n.startswith("adapath") or n == "pathmind+walk"]
     if em:
-        print("\nStrict EM, % per level x hop: the blend beside AdaPath\n")
+        em = names[:1] + em  # PathMind alone (its extractive answer) beside the blend and AdaPath
+        print("\nStrict EM, % per level x hop: the blend (the walk's vote on PathMind's ranks, "
+              "adapath methods pathmind+walk) beside PathMind alone and AdaPath\n")
         print("| level | hop | " + " | ".join(em) + " |")
         print("|---|---|" + "---:|" * len(em))
         for level in s["levels"]:

@@ -31,12 +31,15 @@ def _build(context: MethodContext, name: str = "pathmind"):
     encoder = make_encoder(config.encoder)
     vote = None
     if name == "pathmind+walk":
-        from adapath.methods.pathmind.guide import MetaPathGuide
+        from adapath.methods.pathmind.guide import VOTES, MetaPathGuide
 
+        if params["vote"] not in VOTES:
+            raise InputError(f"--param vote={params['vote']!r}: choose {', '.join(VOTES)}")
         vote = MetaPathGuide(context.graph, context.bank, encoder, context.graph_dir)
     return PathMind(context.graph, net, config, encoder, context.llm, graph_dir=context.graph_dir,
                     k=params["k"], rounds=params["rounds"], mode=params["prioritize"], rule=params["select"],
-                    vote=vote, gain=params.get("gain", 0.0), name=name, paths=params["paths"], device=device)
+                    vote=vote, gain=params.get("gain", 0.0), name=name, paths=params["paths"], device=device,
+                    vote_on=params.get("vote", "rank"))
 
 
 def check_device(device: str) -> str:
@@ -132,6 +135,13 @@ _DEVIATIONS = (
     lenient_reading("a prioritized entity", "the best prioritized entity"),
 )
 
+def _vote_said() -> str:
+    """The blend's vote, said once (``guide.VOTE``), with what it was measured to give."""
+    from adapath.methods.pathmind.guide import VOTE, VOTE_MEASURED
+
+    return f"{VOTE}; {VOTE_MEASURED}"
+
+
 METHODS = [
     MethodSpec(
         "pathmind", "a learned A*-like path priority over the topics' 3-hop subgraph picks top-K entities over "
@@ -141,9 +151,12 @@ METHODS = [
         "pathmind+walk", "beyond both papers: PathMind's learned priority plus AdaPath's walk-scorer vote "
         "(gain / rank for the walk scorer's candidates, from the Path-Bank)", PAPER + " + AdaPath's walk scorer",
         lambda context: _build(context, "pathmind+walk"), llm="optional", needs=("model", "bank"),
-        params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight on the priority logit")),
+        params=(*_PARAMS, Param("gain", 8.0, "the walk-scorer vote's weight: its r-th candidate gains gain / r"),
+                Param("vote", "rank", "how the vote meets the priority: rank (on -ln of PathMind's rank of each "
+                      "entity: the blend reads PathMind's order, not its logit scale) or logit (added to the logits, "
+                      "as before)")),
         repository="liuyudiy/PathMind", calls="0, LLM 1",
         deviations=("a blend of two methods: the priority reads AdaPath's walk scorer (its candidates from the "
                     "Path-Bank), which PathMind never does (docs/benchmarks/pathmind_real.md measures how often it "
-                    "gives AdaPath's walk answer)", *_DEVIATIONS)),
+                    "gives AdaPath's walk answer)", _vote_said(), *_DEVIATIONS)),
 ]

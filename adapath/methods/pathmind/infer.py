@@ -67,12 +67,13 @@ class PathMind:
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
                  max_prompt_tokens: int = 2048, vote=None, gain: float = 8.0, name: str = "pathmind",
-                 batch: int = 8, paths: str = "important", device: str = "cpu"):
-        """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``)."""
+                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "rank"):
+        """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``);
+        ``vote_on``: how its vote meets the priority (:data:`~adapath.methods.pathmind.guide.VOTES`)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
         self.k, self.rounds, self.mode, self.rule, self.seed = k, rounds or config.hops, mode, rule, seed
         self.max_prompt_tokens, self.vote, self.gain, self.name, self.batch = max_prompt_tokens, vote, gain, name, batch
-        self.path_kind, self.device = paths, device
+        self.path_kind, self.device, self.vote_on = paths, device, vote_on
         keep_freed_memory()  # each batch frees and allocates the same large arrays: keep their pages
         if self.model is not None:
             self.model.to(device)
@@ -97,10 +98,11 @@ class PathMind:
         for lo in range(0, len(examples), self.batch):
             out += self._prioritize(examples[lo:lo + self.batch])
         if self.vote is not None:
-            for p, guide in zip(out, self.vote.guides(queries)):
-                for rank, (v, _) in enumerate(guide.candidates if guide is not None else []):
-                    if p.inside[int(v)]:
-                        p.priority[int(v)] += self.gain / (rank + 1)
+            from adapath.methods.pathmind.guide import add_vote
+
+            for p, e, guide in zip(out, examples, self.vote.guides(queries)):
+                p.priority = add_vote(p.priority, p.inside, e.topics, guide.candidates if guide is not None else [],
+                                      self.gain, self.vote_on)
         if self.rule == "lookahead":  # after the vote: it reads the final priorities
             g = self.graph
             for lo in range(0, len(out), self.batch):
