@@ -67,6 +67,13 @@ def top_per_group(group: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int,
     return order[place < k]
 
 
+def lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``wanted``: its place in the sorted non-empty ``keys`` (clipped) and
+    whether it is there."""
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return at, keys[at] == wanted
+
+
 def mlp(width_in: int, hidden: int, width_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(width_in, hidden), nn.ReLU(), nn.Linear(hidden, width_out))
 
@@ -113,10 +120,18 @@ class BellmanFordNet(nn.Module):
     def entities(self, whole, nodes: torch.Tensor | None = None):
         return None
 
-    def _score(self, x: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(priority logits, f) of states ``x`` (... x H) for questions ``q`` (broadcast alike)."""
-        f = self.future(torch.cat([x, q.expand_as(x)], dim=-1))
-        return self.priority(x + f).squeeze(-1), f
+    def future_cost(self, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """f([d, q']) of states ``x`` (... x H) for questions ``q`` (broadcast alike)."""
+        return self.future(torch.cat([x, q.expand_as(x)], dim=-1))
+
+    def _score(self, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The priority logits s = MLP(d + f([d, q'])) of states ``x``."""
+        return self.priority(x + self.future_cost(x, q)).squeeze(-1)
+
+    def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
+        """A question-free representation of ``nodes``: type embedding + text projection."""
+        return self.type_embedding(inputs.whole.node_type.index_select(0, nodes)) + \
+            self.text(inputs.whole.text.index_select(0, nodes))
 
     def relation_vectors(self, step: int, q: torch.Tensor) -> torch.Tensor:
         """Step ``step``'s relation vectors read from the questions: codes x B x H."""
@@ -136,7 +151,7 @@ class BellmanFordNet(nn.Module):
             logits, d = self._whole(inputs, q, rows)
         out = {}
         if probes:
-            f = self.future(torch.cat([d, q[None].expand_as(d)], dim=-1))
+            f = self.future_cost(d, q[None])
             for name in probes:
                 if name == "cumulative":
                     out[name] = self.probes[name](d.detach()).squeeze(-1)
@@ -146,8 +161,7 @@ class BellmanFordNet(nn.Module):
                     index = torch.as_tensor(inputs.places.nodes).to(q.device)
                     if rows is not None:
                         index = index.index_select(0, rows)
-                    h = self.type_embedding(inputs.whole.node_type.index_select(0, index)) + \
-                        self.text(inputs.whole.text.index_select(0, index))
+                    h = self.entity_representation(inputs, index)
                     pair = torch.cat([h.detach()[:, None, :].expand(-1, q.shape[0], -1),
                                       q.detach()[None].expand(h.shape[0], -1, -1)], dim=-1)
                     out[name] = self.probes[name](pair).squeeze(-1)
@@ -160,7 +174,7 @@ class BellmanFordNet(nn.Module):
         * w. ``questions`` None: every node for every question (nodes x B x H), else the
         question of each node (nodes x H)."""
         text = inputs.whole.text.index_select(0, nodes)
-        h = self.type_embedding(inputs.whole.node_type.index_select(0, nodes)) + self.text(text)
+        h = self.entity_representation(inputs, nodes)
         unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
         query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
         if questions is None:
@@ -183,7 +197,7 @@ class BellmanFordNet(nn.Module):
         self.visits = []
         for t in range(self.hops):
             last = t == self.hops - 1
-            s, _ = self._score(x, q[None])
+            s = self._score(x, q[None])
             x_in = torch.sigmoid(s)[..., None] * x
             write = inputs.reach[t + 1] != 0
             if last and rows is not None:
@@ -212,8 +226,7 @@ class BellmanFordNet(nn.Module):
             received = (y[..., -1:] > 0).to(x.dtype)  # an entity no message reached keeps its state
             x = x + received * self.update(t, x_in, aggregate + boundary)
             self.visits.append(visited(own, graph, places, batch))
-        logits, _ = self._score(x, q[None])
-        return logits, x
+        return self._score(x, q[None]), x
 
     def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
         """A*Net's pruned propagation over each question's visited entities, kept sparse:
@@ -231,11 +244,12 @@ class BellmanFordNet(nn.Module):
         keys = topic_keys[order]
         x = q.index_select(0, inputs.topic_cols.index_select(0, torch.as_tensor(order, device=device)))
         topic_set = np.sort(topic_keys)
+        unseen = self._score(torch.zeros_like(q), q)  # s(0) per question: an entity not reached
+        unseen_np = unseen.detach().cpu().numpy()
         self.visits = []
         for t in range(self.hops):
             question = keys // num_nodes
-            s, _ = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
-            unseen, _ = self._score(torch.zeros_like(q), q)  # s(0) per question: an entity not reached
+            s = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
             s_np = s.detach().cpu().numpy()
             node = keys % num_nodes
             # the top `nodes` per question: by priority, ties by the smaller node
@@ -250,10 +264,8 @@ class BellmanFordNet(nn.Module):
             target = indices[edge].astype(np.int64)
             edge_question = question[source_row]
             target_keys = edge_question * num_nodes + target
-            at = np.minimum(np.searchsorted(keys, target_keys), max(len(keys) - 1, 0))
-            seen = keys[at] == target_keys if len(keys) else np.zeros(total, np.bool_)
+            at, seen = lookup(keys, target_keys)
             if self.degree_ratio > 0:  # the edges whose far end has the highest priority
-                unseen_np = unseen.detach().cpu().numpy()
                 far = np.where(seen, s_np[at], unseen_np[edge_question])
                 keep = np.sort(top_per_group(edge_question, far, np.arange(total),
                                              int(np.ceil(self.degree_ratio * self.nodes * mean_degree)), batch))
@@ -278,9 +290,7 @@ class BellmanFordNet(nn.Module):
             if self.entity_text:
                 aggregate = aggregate + self.evidence(inputs, torch.as_tensor(new_keys % num_nodes, device=device),
                                                       torch.as_tensor(new_question, device=device), q)
-            found = np.zeros(len(new_keys), np.bool_)
-            old_at = np.minimum(np.searchsorted(keys, new_keys), max(len(keys) - 1, 0))
-            found = keys[old_at] == new_keys
+            old_at, found = lookup(keys, new_keys)
             target_in = x_in.index_select(0, torch.as_tensor(old_at, device=device)) * \
                 torch.as_tensor(found, device=device, dtype=x.dtype)[:, None]
             out = self.update(t, target_in, aggregate)
@@ -291,8 +301,7 @@ class BellmanFordNet(nn.Module):
             keys = merged
             self.visits.append((len(chosen) / batch, len(edge) / batch))
         question, node = keys // num_nodes, keys % num_nodes
-        s, _ = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
-        unseen, _ = self._score(torch.zeros_like(q), q)
+        s = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
         local = places.local_of[node]
         inside = local >= 0
         n = len(places)
