@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
+from adapath.errors import stop_if_interrupted
+
 
 def format_seconds(seconds: float) -> str:
     """12s, 4m05s, 2h03m."""
@@ -129,8 +131,6 @@ class Progress:
         self.advance(0)
 
     def advance(self, n: int = 1) -> None:
-        from adapath.errors import stop_if_interrupted
-
         stop_if_interrupted()  # a step ended: a safe point for a Ctrl-C noted meanwhile
         self.done += n
         now = self.clock()

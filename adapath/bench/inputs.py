@@ -13,6 +13,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from adapath.datasets.specs import source_checksum
+
 ENV = "ADAPATH_BENCH_CACHE"
 # the options benches spell alike: (type, help)
 COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
@@ -48,14 +50,6 @@ def key_of(request: dict) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def file_digest(path: str | Path) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class Inputs:
     """Builds or reuses the inputs under ``root``; ``built`` counts what this instance built
     (by kind) and ``used`` lists every input's folder name, for the result's record."""
@@ -79,7 +73,7 @@ class Inputs:
 
         evidence = [Path(p) for p in evidence]
         folder = self._place("graph", {"scale": float(scale), "seed": seed,
-                                       "evidence": [file_digest(p) for p in evidence]})
+                                       "evidence": [source_checksum(p) for p in evidence]})
         if not (folder / "graph.npz").is_file():
             generate(scale=scale, seed=seed, evidence=evidence).save(folder, overwrite=True)
             self.built["graph"] += 1
@@ -122,7 +116,7 @@ class Inputs:
         from adapath.bench.real_records import split_records
         from adapath.datasets.biostrat import load_records
 
-        self._place("split", {"records": file_digest(records_path), "split": split})
+        self._place("split", {"records": source_checksum(records_path), "split": split})
         return split_records(load_records(records_path), split)
 
 
