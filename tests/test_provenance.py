@@ -109,16 +109,23 @@ def test_eval_follows_a_moved_questions_file_and_refuses_a_changed_one(tour, tmp
     assert not (tmp_path / "r3").exists()
 
 
-def test_eval_of_old_settings_without_a_checksum_compares_the_path(tour, tmp_path, capsys):
-    """Settings written before checksums were recorded name the questions file by its spec:
-    the same path is accepted (its content cannot be compared), another refused."""
-    root, answers, _ = tour
-    old = tmp_path / "old.jsonl"
+def results_from_before_checksums(root, answers, folder):
+    """A copy of the tour's results whose settings lack the questions checksum (as written
+    before it was recorded): (its path, its settings)."""
+    old = folder / "old.jsonl"
     shutil.copy(answers, old)
     settings = json.loads((root / "answers.jsonl.settings.json").read_text())
     for key in ("queries_path", "queries_checksum"):
         settings.pop(key)
-    (tmp_path / "old.jsonl.settings.json").write_text(json.dumps(settings))
+    (folder / "old.jsonl.settings.json").write_text(json.dumps(settings))
+    return old, settings
+
+
+def test_eval_of_old_settings_without_a_checksum_compares_the_path(tour, tmp_path, capsys):
+    """Settings written before checksums were recorded name the questions file by its spec:
+    the same path is accepted (its content cannot be compared), another refused."""
+    root, answers, _ = tour
+    old, settings = results_from_before_checksums(root, answers, tmp_path)
     base = ["eval", "--results", old, "--resamples", "10", "--kg", root / "kg"]
     code, _, err = run_cli([*base, "--queries", f"biostrat:{root / 'other.jsonl'}", "--out", tmp_path / "r1"], capsys)
     one_line_refusal(code, err, "before checksums were recorded", "other.jsonl")
@@ -129,12 +136,7 @@ def test_eval_of_old_settings_without_a_checksum_compares_the_path(tour, tmp_pat
 def test_an_old_result_file_resumes_and_gains_the_checksum(tour, tmp_path, capsys):
     """A result file made before the questions checksum was recorded is not refused on resume."""
     root, answers, _ = tour
-    old = tmp_path / "old.jsonl"
-    shutil.copy(answers, old)
-    settings = json.loads((root / "answers.jsonl.settings.json").read_text())
-    for key in ("queries_path", "queries_checksum"):
-        settings.pop(key)
-    (tmp_path / "old.jsonl.settings.json").write_text(json.dumps(settings))
+    old, settings = results_from_before_checksums(root, answers, tmp_path)
     code, _, err = run_cli(["answer", "--kg", root / "kg", "--bank", root / "bank", "--queries", settings["queries"],
                             "--encoder", "hashing", "--out", old], capsys)
     assert code == 0 and "complete already" in err, err
