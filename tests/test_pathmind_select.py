@@ -55,29 +55,29 @@ def test_a_round_with_no_new_neighbour_ends_the_selection():
     assert got.final == [6, 1, 3]
 
 
-def test_lookahead_of_several_questions_is_the_best_priority_within_reach():
-    """Side by side, each question's look-ahead is the best priority among the nodes its
-    subgraph reaches from v in at most m steps without leaving it (shortest paths of SciPy on
-    the subgraph's induced graph), ``-inf`` outside the subgraph."""
+def test_lookahead_is_the_best_priority_within_reach():
+    """Each question's look-ahead at any nodes, asked in any order (what earlier asks left
+    known is reused), is the best priority among the nodes its subgraph reaches from v in at
+    most m steps without leaving it (shortest paths of SciPy on the subgraph's induced graph),
+    ``-inf`` outside the subgraph."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
 
-    from adapath.methods.pathmind.select import lookahead_scores
+    from adapath.methods.pathmind.select import Lookahead
     from tests.helpers import random_graph
 
     g = random_graph(4, n=60, m=150)
     rng = np.random.default_rng(0)
     n, steps = g.num_nodes, 3
-    priorities = [rng.standard_normal(n) for _ in range(3)]
-    insides = [rng.random(n) < share for share in (0.9, 0.5, 0.2)]
-    got = lookahead_scores(g.indptr, g.indices, priorities, insides, steps)
     adjacency = csr_matrix((np.ones(len(g.indices)), g.indices, g.indptr), shape=(n, n))
-    for question, (priority, inside) in enumerate(zip(priorities, insides)):
+    for share in (0.9, 0.5, 0.2):
+        priority, inside = rng.standard_normal(n), rng.random(n) < share
         keep = np.flatnonzero(inside)
         hops = shortest_path(adjacency[keep][:, keep], unweighted=True)
-        assert len(got[question]) == steps + 1
-        for m in range(steps + 1):
+        look = Lookahead(g.indptr, g.indices, priority, inside, steps)
+        for m in (1, 3, 0, 2, 3, 1):
+            nodes = rng.choice(n, size=int(rng.integers(1, n)), replace=False)
             want = np.full(n, -np.inf)
             for a, v in enumerate(keep):
                 want[v] = priority[keep[hops[a] <= m]].max()
-            assert np.array_equal(got[question][m], want), (question, m)
+            assert np.array_equal(look.at(m, nodes), want[nodes]), (share, m)

@@ -133,31 +133,45 @@ def scatter_backward(layer, x, grad, rho, segment, dx, drho_parts):
     return dx, drho_parts
 
 
-@njit(parallel=True, cache=True, nogil=True)
-def neighbour_max(indptr, indices, values, inside, out):
-    """Per column j (a question): ``out[v, j] = max(values[v, j], max over neighbours u of
-    values[u, j])`` where ``inside[v, j]``; ``-inf`` elsewhere: one step of a look-ahead over
-    each question's subgraph, for ``values`` that are ``-inf`` outside it (as every step's
-    ``out`` is), so a neighbour outside never counts. The columns side by side: one pass over
-    the graph serves a batch, each neighbour's values read as one row."""
-    n = indptr.shape[0] - 1
-    width = values.shape[1]
-    for v in prange(n):
-        best = out[v]
-        best[:] = values[v]
-        here = inside[v]
-        anywhere = False
-        for j in range(width):
-            anywhere |= here[j]
-        if anywhere:
-            for k in range(indptr[v], indptr[v + 1]):
-                seen = values[indices[k]]
-                for j in range(width):
-                    best[j] = max(best[j], seen[j])
-        for j in range(width):
-            if not here[j]:
-                best[j] = -np.inf
+@njit(cache=True, nogil=True)
+def neighbour_max_at(indptr, indices, previous, inside, nodes, out):
+    """One step of a look-ahead at ``nodes`` only: ``out[v] = max(previous[v], max over
+    neighbours u of previous[u])`` where ``inside[v]``, ``-inf`` elsewhere. ``previous`` must
+    be known at each node and its neighbours, ``-inf`` outside the subgraph (so a neighbour
+    outside never counts). The work is the nodes' degrees, not the graph's edges."""
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        if not inside[v]:
+            out[v] = -np.inf
+            continue
+        best = previous[v]
+        for k in range(indptr[v], indptr[v + 1]):
+            best = max(best, previous[indices[k]])
+        out[v] = best
     return out
+
+
+@njit(cache=True, nogil=True)
+def closed_neighbourhood(indptr, indices, nodes, inside, seen, buffer):
+    """The nodes of ``nodes`` and their neighbours that are ``inside``, each once, in the
+    order first met: the first ``count`` entries of ``buffer`` (returned). ``seen`` is all
+    False on entry and again on return."""
+    count = 0
+    for i in range(nodes.shape[0]):
+        v = nodes[i]
+        if inside[v] and not seen[v]:
+            seen[v] = True
+            buffer[count] = v
+            count += 1
+        for k in range(indptr[v], indptr[v + 1]):
+            u = indices[k]
+            if inside[u] and not seen[u]:
+                seen[u] = True
+                buffer[count] = u
+                count += 1
+    for i in range(count):
+        seen[buffer[i]] = False
+    return count
 
 
 @njit(cache=True, nogil=True)

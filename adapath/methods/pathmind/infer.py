@@ -39,7 +39,7 @@ from adapath.memory import keep_freed_memory
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
-from adapath.methods.pathmind.select import Selection, lookahead_scores, reachable, select_entities
+from adapath.methods.pathmind.select import Lookahead, Selection, reachable, select_entities
 from adapath.methods.pathmind.train import Example, Features
 from adapath.retrieval.dense import NodeEmbeddings
 
@@ -60,7 +60,7 @@ class Prioritized:
     d: np.ndarray | None = None  # d(q, e), the cumulative cost
     gates: np.ndarray | None = None  # h, the triple representation's node factor
     relations: np.ndarray | None = None  # codes x hidden: W_r(q)
-    look: list[np.ndarray] | None = None  # the look-ahead scores of the selection, computed per batch
+    look: Lookahead | None = None  # the selection's look-ahead, computed where its rounds ask
 
 
 class PathMind:
@@ -105,12 +105,8 @@ class PathMind:
                                       self.gain, self.vote_on)
         if self.rule == "lookahead":  # after the vote: it reads the final priorities
             g = self.graph
-            for lo in range(0, len(out), self.batch):
-                group, chunk = out[lo:lo + self.batch], examples[lo:lo + self.batch]
-                looks = lookahead_scores(g.indptr, g.indices, [p.priority for p in group],
-                                         [reachable(p.inside, e.topics) for p, e in zip(group, chunk)], self.rounds - 1)
-                for p, look in zip(group, looks):
-                    p.look = look
+            for p, e in zip(out, examples):
+                p.look = Lookahead(g.indptr, g.indices, p.priority, reachable(p.inside, e.topics), self.rounds - 1)
         return out
 
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from adapath.kernels.relational import neighbour_max
+from adapath.kernels.relational import closed_neighbourhood, neighbour_max_at
 
 RULES = ("lookahead", "greedy")
 
@@ -55,26 +55,40 @@ def reachable(inside: np.ndarray, topics) -> np.ndarray:
     return out
 
 
-def lookahead_scores(indptr, indices, priorities: list[np.ndarray], insides: list[np.ndarray],
-                     steps: int) -> list[list[np.ndarray]]:
-    """Per question, ``out[m][v]``: the best priority within m steps of v inside its subgraph
-    (v included); ``-inf`` outside it. Several questions go side by side, one pass over the
-    graph per step for all of them."""
-    values = np.stack([np.where(inside, priority, -np.inf) for priority, inside in zip(priorities, insides)],
-                      axis=1).astype(np.float64)  # -inf outside: what neighbour_max reads as not there
-    mask = np.stack([np.asarray(inside, dtype=np.bool_) for inside in insides], axis=1)
-    steps_out = [values]
-    for _ in range(steps):
-        steps_out.append(neighbour_max(indptr, indices, steps_out[-1], mask, np.empty_like(values)))
-    return [[np.ascontiguousarray(step[:, j]) for step in steps_out] for j in range(values.shape[1])]
+class Lookahead:
+    """One question's look-ahead: ``at(m, nodes)`` is, per node, the best priority within m
+    steps of it inside its subgraph (the node's own included; ``-inf`` outside), computed only
+    where a round asks, from the nodes' neighbourhoods rather than the whole graph, and kept
+    for the later rounds. ``inside``: the look-ahead's subgraph (:func:`reachable`)."""
+
+    def __init__(self, indptr, indices, priority: np.ndarray, inside: np.ndarray, steps: int):
+        self.indptr, self.indices = indptr, indices
+        self.inside = np.asarray(inside, dtype=np.bool_)
+        self.known = [np.where(self.inside, np.asarray(priority, dtype=np.float64), -np.inf)]
+        self.known += [np.where(self.inside, np.nan, -np.inf) for _ in range(steps)]  # nan: not yet computed
+        self._seen = np.zeros(len(self.inside), dtype=np.bool_)
+        self._buffer = np.empty(len(self.inside), dtype=np.int64)
+
+    def at(self, m: int, nodes) -> np.ndarray:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        todo = {m: nodes}
+        for level in range(m, 0, -1):  # level needs level - 1 at its nodes and their neighbours
+            wanted = todo[level]
+            todo[level] = wanted = wanted[np.isnan(self.known[level][wanted])]
+            if level > 1:
+                count = closed_neighbourhood(self.indptr, self.indices, wanted, self.inside, self._seen, self._buffer)
+                todo[level - 1] = self._buffer[:count].copy()
+        for level in range(1, m + 1):
+            neighbour_max_at(self.indptr, self.indices, self.known[level - 1], self.inside, todo[level],
+                             self.known[level])
+        return self.known[m][nodes]
 
 
 def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, topics, k: int, rounds: int,
-                    rule: str = "lookahead", look: list[np.ndarray] | None = None) -> Selection:
+                    rule: str = "lookahead", look: Lookahead | None = None) -> Selection:
     """The selection of a question: ``priority`` per node (higher is better), ``inside`` the
     query subgraph's mask, ``topics`` where the walk starts. Ties go to the smaller index.
-    ``look``: the question's look-ahead scores already computed (:func:`lookahead_scores`
-    over :func:`reachable`, ``rounds - 1`` steps; a batch computes them together)."""
+    ``look``: the question's :class:`Lookahead` over :func:`reachable` (made here if None)."""
     if rule not in RULES:
         raise ValueError(f"selection rule {rule!r}: choose {', '.join(RULES)}")
     priority = np.asarray(priority, dtype=np.float64)
@@ -82,12 +96,11 @@ def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, t
     if rule != "lookahead":
         look = None
     elif look is None:
-        look = lookahead_scores(indptr, indices, [priority], [reachable(inside, topics)], rounds - 1)[0]
+        look = Lookahead(indptr, indices, priority, reachable(inside, topics), rounds - 1)
     taken = set(topics)
     seeds = topics
     out = Selection()
     for t in range(1, rounds + 1):
-        order = look[rounds - t] if look is not None else priority
         reached: dict[int, int] = {}  # candidate -> best seed (seeds are visited best first)
         for seed in seeds:
             for v in indices[indptr[seed]:indptr[seed + 1]].tolist():
@@ -96,7 +109,8 @@ def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, t
         if not reached:
             break
         candidates = np.fromiter(reached, dtype=np.int64, count=len(reached))
-        best = candidates[np.lexsort((candidates, -priority[candidates], -order[candidates]))][:k].tolist()
+        order = look.at(rounds - t, candidates) if look is not None else priority[candidates]
+        best = candidates[np.lexsort((candidates, -priority[candidates], -order))][:k].tolist()
         for v in best:
             out.parent[v] = reached[v]
             taken.add(v)
