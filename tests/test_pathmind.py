@@ -396,12 +396,13 @@ def test_batched_questions_score_each_as_alone(which, request):
 LOGITS = [[2.0, -1.0], [0.5, 0.0], [-1.0, 3.0], [0.0, 0.0]]
 TARGET = [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
 MEMBER = [[True, True], [True, True], [True, True], [False, True]]
-KINDS = ("bce", "balanced", "softmax")
+KINDS = ("bce", "balanced", "softmax", "adversarial")
+ADVERSARIAL_T = 0.5  # NBFNet-PyG's knowledge-graph configurations
 
 
 def full_losses(logits, target, member):
-    """Per question: (the paper's BCE, class-balanced BCE, softmax cross-entropy) over its
-    members, by hand."""
+    """Per question: (the paper's BCE, class-balanced BCE, softmax cross-entropy, NBFNet's
+    self-adversarial BCE) over its members, by hand."""
     out = []
     for j in range(len(logits[0])):
         rows = [i for i in range(len(logits)) if member[i][j]]
@@ -413,7 +414,11 @@ def full_losses(logits, target, member):
             p = 1 / (1 + np.exp(-logits[i][j]))
             bce += -(target[i][j] * np.log(p) + (1 - target[i][j]) * np.log(1 - p))
             balanced += -(weight * target[i][j] * np.log(p) + (1 - target[i][j]) * np.log(1 - p))
-        out.append((bce, balanced / len(rows), softmax))
+        negatives = [i for i in rows if not target[i][j]]
+        adversary = [np.exp(logits[i][j] / ADVERSARIAL_T) for i in negatives]
+        positive = np.mean([np.log(1 + np.exp(-logits[i][j])) for i in answers])
+        negative = sum(w * np.log(1 + np.exp(logits[i][j])) for w, i in zip(adversary, negatives)) / sum(adversary)
+        out.append((bce, balanced / len(rows), softmax, (positive + negative) / 2))
     return np.array(out)
 
 
@@ -645,7 +650,7 @@ def train_args(root, out, *extra):
     (["--batch", "0"], "--batch 0: must be at least 1"),
     (["--reading", "matrix"], "--reading 'matrix': choose vector, scalar"),
     (["--select", "mrr"], "--select 'mrr': choose hits1 or hits3"),
-    (["--loss", "hinge"], "--loss 'hinge': choose bce, balanced, softmax"),
+    (["--loss", "hinge"], "--loss 'hinge': choose bce, balanced, softmax, adversarial"),
     (["--cost", "max"], "--cost 'max': choose sum, product"),
     (["--entity", "bert"], "--entity 'bert': choose gnn, gate"),
     (["--readout", "mean"], "--readout 'mean': choose last, layers"),

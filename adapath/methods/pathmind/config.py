@@ -15,7 +15,8 @@ from adapath.errors import InputError
 from adapath.retrieval import DEFAULT_ENCODER
 
 READINGS = ("vector", "scalar")  # the triple representation (h_u W_r h_v)^T q read as a vector or a number
-LOSSES = ("bce", "balanced", "softmax")  # the paper's BCE; class-balanced BCE; softmax cross-entropy
+LOSSES = ("bce", "balanced", "softmax", "adversarial")  # the paper's BCE; class-balanced BCE; softmax
+# cross-entropy; NBFNet's BCE with self-adversarial negative weights
 COSTS = ("sum", "product")  # d(q, e): sum over paths of the sum (paper) or of the product of triple representations
 ENTITIES = ("gnn", "gate")  # h_e: a relational GNN over the graph (paper) or a question-read gate of type and text
 NETWORKS = ("bellman-ford", "walk")  # the neural Bellman-Ford (NBFNet / A*Net); the literal walk algebra
@@ -45,7 +46,9 @@ class TrainConfig:
     weight_decay: float = 0.0  # AdamW's; 0 is Adam's update
     loss: str = setting("bce", "bce (the paper's: binary cross-entropy summed over every entity of the query "
                                "subgraph, unweighted), balanced (positives weighted by negatives / positives) or "
-                               "softmax (cross-entropy of a softmax over the subgraph's entities).")
+                               "softmax (cross-entropy of a softmax over the subgraph's entities) or adversarial (NBFNet's and "
+                               "A*Net's: the answers' BCE plus the other entities' BCE weighted by a softmax of "
+                               "their logits).")
     cost: str = setting("sum", "The cumulative cost d(q, e): sum (the paper's: the sum over paths of the sum of "
                                "their triple representations) or product (NBFNet's: of their product).")
     entity: str = setting("gnn", "Entity representations h_e: gnn (the paper's: a relational GNN over the graph, "

@@ -204,6 +204,9 @@ def sampled_targets(features: Features, examples: list[Example], cosine: np.ndar
     return rows, target, multiplicity
 
 
+ADVERSARIAL_T = 0.5  # NBFNet-PyG's adversarial temperature on its knowledge-graph configurations
+
+
 def subgraph_loss(logits: torch.Tensor, target: torch.Tensor, multiplicity: torch.Tensor,
                   kind: str = "bce") -> torch.Tensor:
     """The mean over questions (columns) of each one's loss over its subgraph's entities, from
@@ -215,9 +218,20 @@ def subgraph_loss(logits: torch.Tensor, target: torch.Tensor, multiplicity: torc
     - ``balanced``: the same with the answers weighted by negatives / positives, divided by
       the number of entities;
     - ``softmax``: the cross-entropy of a softmax over the entities against the uniform
-      distribution over the answers, ``log sum exp(s) - mean over answers of s``.
+      distribution over the answers, ``log sum exp(s) - mean over answers of s``;
+    - ``adversarial``: NBFNet's and A*Net's binary cross-entropy: the answers' mean term plus
+      the negatives' terms weighted by a softmax of their own logits over ``ADVERSARIAL_T``
+      (self-adversarial weights, no gradient through them), halved.
     """
     member = multiplicity > 0
+    if kind == "adversarial":
+        per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
+        with torch.no_grad():
+            negative = member & (target == 0)
+            weight = torch.softmax(torch.where(negative, logits / ADVERSARIAL_T + torch.log(
+                multiplicity.clamp(min=1e-30)), -torch.inf), 0).nan_to_num(0.0)
+        answers = (per_node * target).sum(0) / target.sum(0).clamp(min=1)
+        return ((answers + (per_node * weight).sum(0)) / 2).mean()
     if kind == "softmax":
         shifted = torch.where(member, logits + torch.log(multiplicity.clamp(min=1e-30)), -torch.inf)
         answers = (logits * target).sum(0) / target.sum(0).clamp(min=1)
