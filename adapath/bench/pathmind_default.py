@@ -31,7 +31,8 @@ from adapath.bench.inputs import parser
 
 MODELS = {"default": {}, "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "text": {"entity_text": True}, "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+          "text": {"entity_text": True}, "text-softmax": {"entity_text": True, "loss": "softmax"},
+          "text-adversarial": {"entity_text": True, "loss": "adversarial"}, "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
 
 
 def questions(args):
