@@ -70,6 +70,40 @@ def test_bench_answer_and_bench_methods_share_one_graph_and_one_bank(tmp_path, m
     assert shared.built["questions"] == 2  # the training and the test questions: the same requests in both
 
 
+def test_the_real_record_benches_share_one_planted_graph_and_one_bank(tmp_path, monkeypatch, dev_jsonl):
+    """`bench real-records`, `bench pathmind --real` and `bench answer --queries biostrat:` on the
+    same records and scale ask for the same split, planted graph and bank: built once, the
+    graph the one `bench paths-recall` asks for (the records as evidence); with `--work`, a
+    bench keeps its own in that folder."""
+    from adapath.bench import answer, inputs, pathmind, real_records
+
+    records = tmp_path / "dev.jsonl"
+    records.write_text("".join(dev_jsonl.read_text().splitlines(keepends=True)[:12]))
+    monkeypatch.setenv(inputs.ENV, str(tmp_path / "cache"))
+    built_bank = inputs.Inputs.bank
+
+    def bank_then_stop(self, *args, **kwargs):
+        folders.append(built_bank(self, *args, **kwargs))
+        raise Stop
+
+    folders = []
+    monkeypatch.setattr(inputs.Inputs, "bank", bank_then_stop)
+    common = ["--scale", "0.005", "--encoder", "hashing"]
+    for bench, argv in ((real_records, ["--records", records, "--graph", "planted"]),
+                        (pathmind, ["--real", "--records", records, "--graph", "planted"]),
+                        (answer, ["--queries", f"biostrat:{records}"])):
+        with pytest.raises(Stop):
+            bench.main([*map(str, argv), *common])
+    shared = inputs.inputs()
+    assert shared.built["graph"] == 1 and shared.built["bank"] == 1 and len(set(folders)) == 1
+    _, folder = shared.graph(0.005, 0, evidence=[records])
+    assert shared.built["graph"] == 1 and folder.parent == folders[0].parent
+    assert len([u for u in shared.used if u.startswith("split-")]) == 1
+    with pytest.raises(Stop):  # a work folder of its own: built there, the cache untouched
+        real_records.main(["--records", str(records), "--work", str(tmp_path / "work"), *common])
+    assert folders[-1] == tmp_path / "work" / "scale-0.005" / "bank-test" and shared.built["graph"] == 2
+
+
 # ---------------------------------------------------------------- timing
 def test_alternate_warms_each_side_untimed_then_alternates_and_keeps_each_best():
     events, now = [], [0.0]
