@@ -19,6 +19,11 @@ import numpy as np
 from adapath.datasets.specs import source_checksum
 
 ENV = "ADAPATH_BENCH_CACHE"
+ROOT = Path(__file__).resolve().parents[2]
+# the real BioStrat-QA dev records: ../shared beside the checkout (a worktree under wt/ looks one folder further up)
+DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
+                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
+                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 # the options benches spell alike: (type, help)
 COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
           "rounds": (int, "timed rounds (sides alternating)"), "records_file": (Path, "BioStrat-QA JSONL (dev records)"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import inputs
+from adapath.bench.inputs import inputs, parser
 
 
 def time_epochs(args) -> list[dict]:
@@ -90,20 +90,19 @@ def quality(scale, args) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
-    parser.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
-    parser.add_argument("--batches", default="1,4", help="Questions per step to time.")
-    parser.add_argument("--epochs", type=int, default=2, help="Epochs timed per row (their mean is shown).")
-    parser.add_argument("--scales", default="0.2", help="Graph scales of the quality table (empty: no table).")
-    parser.add_argument("--train", type=int, default=150, help="Training questions of the quality table.")
-    parser.add_argument("--test", type=int, default=50, help="Test questions of the quality table.")
-    parser.add_argument("--quality-epochs", type=int, default=4, help="Epochs of the quality table's training.")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads.")
-    parser.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
+    out = parser(__doc__)
+    out.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
+    out.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
+    out.add_argument("--batches", default="1,4", help="Questions per step to time.")
+    out.add_argument("--epochs", type=int, default=2, help="Epochs timed per row (their mean is shown).")
+    out.add_argument("--scales", default="0.2", help="Graph scales of the quality table (empty: no table).")
+    out.add_argument("--train", type=int, default=150, help="Training questions of the quality table.")
+    out.add_argument("--test", type=int, default=50, help="Test questions of the quality table.")
+    out.add_argument("--quality-epochs", type=int, default=4, help="Epochs of the quality table's training.")
+    out.add_argument("--threads", type=int, default=2, help="torch threads.")
+    out.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
                         "with --real).")
-    parser.add_argument("--json", type=Path, default=None, help="Also write the figures to this JSON file.")
-    real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
+    real = out.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
     real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
     real.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, embeddings, models and reports "
@@ -150,7 +149,7 @@ def arguments() -> argparse.ArgumentParser:
     real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
     real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
                       "steps (-1: the epochs).")
-    return parser
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -170,7 +169,3 @@ def main(argv: list[str] | None = None) -> None:
            f"training questions at scale {args.time_scale} (the load beside: wall time follows it on a shared machine, "
            f"CPU time much less); quality: {args.train} training / {args.test} test questions per scale, answer-set "
            "Hits@1/3 of the learned priority and the unlearned orders (paper: 1 call, 216 input tokens per query)")
-
-
-if __name__ == "__main__":
-    main()

@@ -17,7 +17,7 @@ import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench import pathmind_reasoner
-from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 
 # named training options: each one setting changed from the paper's model, and the model that
@@ -205,7 +205,6 @@ def agreement(a: list, b: list) -> float:
 def run(args) -> dict:
     import torch
 
-    from adapath.bench.real_records import DEFAULT_RECORDS
     from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import write_report
     from adapath.methods.pathmind.config import TrainConfig

@@ -17,13 +17,8 @@ from types import SimpleNamespace
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
 
-ROOT = Path(__file__).resolve().parents[2]
-# ../shared beside the checkout (a worktree under wt/ looks one folder further up)
-DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
-                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
-                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 LEVELS = ("explicit", "implicit", "bare")
 GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
 VARIANTS = {  # --param settings of `adapath answer --method adapath` (docs/benchmarks/bench_real_records.md)
