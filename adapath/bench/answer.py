@@ -42,31 +42,19 @@ class StageClock:
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     """Node embeddings as ``kg embed`` computes them (CPU, its default backend); the seconds
     are kept beside the work folder so a rerun reports the one-time cost it measured."""
-    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.bench.inputs import inputs
     from adapath.retrieval.dense import make_encoder, resolve_backend
-    from adapath.retrieval.node_store import (
-        DEFAULT_DTYPE,
-        HEADER,
-        NodeStore,
-        embed_all,
-        expected_header,
-        store_name,
-    )
 
     encoder = make_encoder(spec, backend=resolve_backend("auto", "cpu"), batch_size=128)
     record = work / f"node-embedding-{kg.name}-{encoder.name}.json"
     seconds = json.loads(record.read_text())["seconds"] if record.is_file() else 0.0
-    name = store_name(encoder.name)
-    places = GraphCache(kg, graph.checksum())
-    path = places.find(name, HEADER) or places.writable(name)
-    expect = expected_header(graph, encoder.name)
-    if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
-        clock = time.perf_counter()
+    built, clock = inputs().built["node store"], time.perf_counter()
 
-        def note(progress):  # the seconds so far kept, in case the run stops
-            record.write_text(json.dumps({"seconds": seconds + time.perf_counter() - clock}))
+    def note(progress):  # the seconds so far kept, in case the run stops
+        record.write_text(json.dumps({"seconds": seconds + time.perf_counter() - clock}))
 
-        embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=1024, on_progress=note)
+    inputs().node_store(graph, kg, encoder, chunk=1024, on_progress=note)
+    if inputs().built["node store"] > built:
         seconds += time.perf_counter() - clock
         record.write_text(json.dumps({"seconds": seconds}))
     return seconds, f"{getattr(encoder, 'backend', 'numpy')}"

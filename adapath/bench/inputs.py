@@ -152,6 +152,43 @@ class Inputs:
             self.built["bank"] += 1
         return folder
 
+    def node_store(self, graph, graph_dir: Path, encoder, chunk: int = 2048, on_progress=None) -> tuple[Path, dict]:
+        """(folder, header) of the graph's node-embedding store for ``encoder`` (what `adapath kg
+        embed` writes), resumed where unfinished; a finished store of a sibling graph with the
+        same node texts (a setting and its +competitors one: rivals are linked, not added) is
+        copied instead of computed."""
+        import shutil
+
+        from adapath.retrieval.cache_dir import GraphCache
+        from adapath.retrieval.node_store import (
+            DEFAULT_DTYPE,
+            HEADER,
+            NodeStore,
+            embed_all,
+            expected_header,
+            store_name,
+        )
+
+        places = GraphCache(graph_dir, graph.checksum(), None)
+        name = store_name(encoder.name)
+        path = places.find(name, HEADER) or places.writable(name)
+        expect = expected_header(graph, encoder.name)
+        # the cache's graphs, or a --work folder's settings
+        siblings = {*graph_dir.parent.glob(f"*/cache/{name}"), *graph_dir.parent.parent.glob(f"*/kg/cache/{name}")}
+        for sibling in sorted(siblings) if not (path / HEADER).is_file() else []:
+            header = json.loads((sibling / HEADER).read_text()) if (sibling / HEADER).is_file() else None
+            if sibling != path and header and all(header.get(k) == expect[k] for k in expect if k != "graph_checksum") \
+                    and np.load(sibling / "done.npy").all():
+                say(f"node embeddings copied from {sibling} (same node texts)")
+                shutil.copytree(sibling, path)
+                (path / HEADER).write_text(json.dumps(header | {"graph_checksum": expect["graph_checksum"]}))
+                break
+        if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
+            say(f"node embeddings into {path}")
+            embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
+            self.built["node store"] += 1
+        return path, expect
+
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
         """(bank half, test half) of real records by a fixed seed; ``inner`` halves the bank
         half again (tuning without looking at the test half). The key is recorded."""

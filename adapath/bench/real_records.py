@@ -8,7 +8,6 @@ which compile the Numba kernels."""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -86,44 +85,10 @@ def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, bac
     bank = shared.bank(graph, graph_dir, bank_records, folder=own and work / f"bank-{args.split}",
                        on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
     encoder = make_encoder(encoder_spec, backend=resolve_backend(backend, "cpu"))
-    store, expect = prepare_embeddings(graph_dir, graph, encoder)
+    store, expect = shared.node_store(graph, graph_dir, encoder, on_progress=lambda p: say(
+        f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
     return SimpleNamespace(work=work, graph=graph, graph_dir=graph_dir, bank=bank, encoder=encoder,
                            encoder_spec=encoder_spec, store=store, expect=expect)
-
-
-def prepare_embeddings(graph_dir: Path, graph, encoder) -> tuple[Path, dict]:
-    """Every node's text embedding in the graph's node store (what `adapath kg embed` writes),
-    resumable; a finished store of a sibling graph with the same node texts (a setting and its
-    +competitors one: rivals are linked, not added) is copied instead."""
-    import shutil
-
-    from adapath.retrieval.cache_dir import GraphCache
-    from adapath.retrieval.node_store import (
-        DEFAULT_DTYPE,
-        HEADER,
-        embed_all,
-        expected_header,
-        store_name,
-    )
-
-    places = GraphCache(graph_dir, graph.checksum(), None)
-    name = store_name(encoder.name)
-    path = places.find(name, HEADER) or places.writable(name)
-    expect = expected_header(graph, encoder.name)
-    # the cache's graphs, or a --work folder's settings
-    siblings = {*graph_dir.parent.glob(f"*/cache/{name}"), *graph_dir.parent.parent.glob(f"*/kg/cache/{name}")}
-    for sibling in sorted(siblings) if not (path / HEADER).is_file() else []:
-        header = json.loads((sibling / HEADER).read_text()) if (sibling / HEADER).is_file() else None
-        if sibling != path and header and all(header.get(k) == expect[k] for k in expect if k != "graph_checksum") \
-                and np.load(sibling / "done.npy").all():
-            say(f"node embeddings copied from {sibling} (same node texts)")
-            shutil.copytree(sibling, path)
-            (path / HEADER).write_text(json.dumps(header | {"graph_checksum": expect["graph_checksum"]}))
-            break
-    say(f"node embeddings in {path}")
-    embed_all(graph, encoder, path, expect, DEFAULT_DTYPE,
-              on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
-    return path, expect
 
 
 def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
