@@ -36,6 +36,11 @@ def test_two_benches_asking_for_the_same_graph_questions_and_bank_build_them_onc
     assert second.questions(again, 6, seed=1) == train
     assert second.bank(again, kg_again, train) == bank
     assert sum(second.built.values()) == 0 and second.used == first.used
+    from adapath.retrieval.dense import make_encoder
+
+    store, _ = first.node_store(graph, kg, make_encoder("hashing"))
+    assert second.node_store(again, kg_again, make_encoder("hashing"))[0] == store and "node store" not in second.built
+    assert first.built["node store"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(first.used)
     # another request is another artefact: another seed, other questions
     other, other_kg = second.graph(0.005, 1)
