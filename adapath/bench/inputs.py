@@ -83,10 +83,10 @@ class Inputs:
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
-        evidence = [Path(p) for p in evidence]
+        evidence, base_graph = [Path(p) for p in evidence], base.graph if base is not None else None
         request = {"scale": float(scale), "seed": seed, "evidence": [source_checksum(p) for p in evidence]}
         if base is not None or competitors:
-            request |= {"base": base.graph.checksum() if base is not None else None, "competitors": competitors}
+            request |= {"base": base_graph.checksum() if base is not None else None, "competitors": competitors}
         stamp = folder.with_name(folder.name + ".recipe.json") if folder is not None else None
         if folder is None:
             folder = self._place("graph", request)
@@ -98,15 +98,15 @@ class Inputs:
             say(f"generating the graph (scale {scale}, seed {seed}, {len(evidence)} evidence file(s)"
                 + (", on a base" if base is not None else "") + (f", {competitors} rivals per record)" if competitors else ")"))
             report: dict = {}
-            graph = generate(scale=scale, seed=seed, evidence=evidence, base=base.graph if base else None, report=report)
+            graph = generate(scale=scale, seed=seed, evidence=evidence, base=base_graph, report=report)
             if base is not None:
                 say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
                     f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
             if competitors:
                 from adapath.sources.competitors import plant_competitors
 
-                graph, counts = plant_competitors(graph, evidence, competitors, seed=0, base=base.graph if base else None,
-                                                  groups=(base.group_names() or None) if base else None)
+                graph, counts = plant_competitors(graph, evidence, competitors, seed=0, base=base_graph,
+                                                  groups=(base.group_names() or None) if base is not None else None)
                 say(f"  competitors: {counts}")
             graph.save(folder, overwrite=True)
             if stamp is not None:
