@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import inputs, parser
+from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser
 
 
 def time_epochs(args) -> list[dict]:
@@ -104,7 +104,7 @@ def arguments() -> argparse.ArgumentParser:
                         "with --real).")
     real = out.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
-    real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
+    real.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
     real.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, embeddings, models and reports "
                       "in this folder, as bench real-records --work does (default: the bench cache).")
     real.add_argument("--graph", choices=("planted", "base", "base+competitors", "base+diseases",

@@ -17,7 +17,7 @@ import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench import pathmind_reasoner
-from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
+from adapath.bench.inputs import evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 
 # named training options: each one setting changed from the paper's model, and the model that
@@ -211,7 +211,6 @@ def run(args) -> dict:
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    args.records = args.records or DEFAULT_RECORDS
     bank_records, test = inputs().split(args.records, args.split)
     whole_half = test  # AdaPath answers the whole half once (bench real-records shares the file)
     test = evenly_spaced(test, args.limit)
