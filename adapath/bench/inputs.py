@@ -75,11 +75,12 @@ class Inputs:
         return self.root / name
 
     def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
-              folder: Path | None = None, recipe: dict | None = None) -> tuple:
+              folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
         """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once: on
         ``base``'s graph (an ``adapath.sources.xref.Base``) where given, with ``competitors``
         rivals per evidence record (``bench real-records``' settings). ``folder``: a work
-        folder's own place instead (``--work``), reused while ``recipe`` kept beside it holds."""
+        folder's own place instead (``--work``), reused while ``recipe`` kept beside it holds;
+        ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
@@ -112,7 +113,7 @@ class Inputs:
             if stamp is not None:
                 stamp.write_text(json.dumps(recipe))
             self.built["graph"] += 1
-        return KnowledgeGraph.load(folder, mmap=False), folder
+        return KnowledgeGraph.load(folder, mmap=mmap), folder
 
     def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3)) -> list[dict]:
         """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON)."""

@@ -81,7 +81,7 @@ def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, bac
               "setting": setting, "base": base.graph.checksum() if base is not None else None,
               "competitors": competitors}
     graph, graph_dir = shared.graph(args.scale, 0, [args.records], base, competitors,
-                                    folder=own and work / "kg", recipe=recipe)
+                                    folder=own and work / "kg", recipe=recipe, mmap=True)
     bank = shared.bank(graph, graph_dir, bank_records, folder=own and work / f"bank-{args.split}",
                        on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
     encoder = make_encoder(encoder_spec, backend=resolve_backend(backend, "cpu"))
