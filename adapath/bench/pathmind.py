@@ -1,31 +1,11 @@
-"""PathMind: training seconds per epoch against the number of training questions, and per
-graph scale inference ms/query and answer-set Hits@1/3 against the unlearned ablations.
-
-    adapath bench pathmind [--time-scale 0.2] [--questions 250,500,1000] [--batches 1,4]
-                                   [--scales 0.2,1.0] [--train 150] [--test 50] [--json FILE]
-
-Table 1 (s/epoch): one graph at ``--time-scale``, questions generated on it, then ``--epochs``
-epochs per (questions, batch). An epoch trains on the questions with an answer within 3
-hops of a topic, less the validation fifth, and scores the validation fifth. Wall seconds
-and CPU seconds (this process) are both shown: on a shared machine the wall time follows the
-load (printed beside it), the CPU time much less.
-
-Table 2 (per scale): training on ``--train`` questions, inference and quality on ``--test``:
-the answer set's Hits@1/3 for the learned priority and the unlearned orders ``nearest`` and
-``random``, LLM calls and prompt tokens per query with a scripted reasoner.
-
-``--real``: PathMind on the real BioStrat-QA dev halves beside AdaPath's beam and walk
-(``adapath/bench/pathmind_real.py``):
-
-    adapath bench pathmind --real [--graph base+diseases+competitors] [--scale 1.0] [--split test|inner]
-        [--quality-epochs 8] [--models paper,softmax,...] [--variants ...] [--reasoner 100]
-        [--reasoner-train 500] [--reasoner-val 20] [--reasoner-dpo-lrs 5e-6,5e-5] [--json FILE]
-"""
+"""PathMind: training seconds per epoch against the number of training questions (one untimed
+epoch first compiles the kernels), and per graph scale inference ms/query and answer-set
+Hits@1/3 against the unlearned orders; ``--real``: on the real BioStrat-QA dev halves beside
+AdaPath (``adapath/bench/pathmind_real.py``)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -33,20 +13,19 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser
 
 
 def time_epochs(args) -> list[dict]:
     import torch
 
-    from adapath.datasets.generate import QueryGenerator
     from adapath.methods.pathmind.train import Features, TrainConfig, make_examples, train
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
-    from adapath.sources.synthetic import generate
 
     torch.set_num_threads(args.threads)
     counts = sorted(int(n) for n in args.questions.split(","))
-    graph = generate(scale=args.time_scale, seed=0)
-    records = QueryGenerator(graph).generate(counts[-1], seed=1)
+    graph, _ = inputs().graph(args.time_scale, 0)
+    records = inputs().questions(graph, counts[-1], seed=1)
     encoder = make_encoder(args.encoder)
     examples = make_examples(graph, records, encoder)
     features = Features(graph, NodeEmbeddings(graph, encoder), 3)  # what train reads before its first epoch
@@ -63,10 +42,11 @@ def time_epochs(args) -> list[dict]:
                 marks.append(time.process_time())
 
             _, history = train(graph, examples[:n], features, config, log=log)
+            cpu = float(np.mean(np.diff(marks)))
             rows.append({"scale": args.time_scale, "questions": n, "usable": usable, "batch": batch,
                          "threads": args.threads, "epochs": len(history),
                          "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-                         "cpu_seconds_per_epoch": float(np.mean(np.diff(marks))),
+                         "cpu_seconds_per_epoch": cpu, "cpu_ms_per_usable_question": 1000 * cpu / max(usable, 1),
                          "load": os.getloadavg()[0], "val_hits3_last": history[-1]["val_hits3"]})
     return rows
 
@@ -75,17 +55,15 @@ def quality(scale, args) -> dict:
     import torch
 
     from adapath.datasets.biostrat import query_from_record
-    from adapath.datasets.generate import QueryGenerator
     from adapath.llm import ScriptedBackend
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.train import Features, TrainConfig, make_examples, train
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
-    from adapath.sources.synthetic import generate
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    graph = generate(scale=scale, seed=0)
-    records = QueryGenerator(graph).generate(args.train + args.test, seed=1)
+    graph, _ = inputs().graph(scale, 0)
+    records = inputs().questions(graph, args.train + args.test, seed=1)
     encoder = make_encoder(args.encoder)
     examples = make_examples(graph, records, encoder)
     features = Features(graph, NodeEmbeddings(graph, encoder), 3)
@@ -111,58 +89,27 @@ def quality(scale, args) -> dict:
     return out
 
 
-def print_time_table(rows, args) -> None:
-    if not rows:
-        return
-    print(f"PathMind s/epoch against training questions: scale {args.time_scale}, encoder {args.encoder}, "
-          f"{args.threads} torch thread(s), CPU")
-    header = ("questions", "usable", "batch", "s/epoch", "CPU s/epoch", "CPU ms/usable q", "load")
-    print("".join(f"{h:>16}" for h in header))
-    for r in rows:
-        print("".join(f"{v:>16}" for v in (
-            r["questions"], r["usable"], r["batch"], f"{r['seconds_per_epoch']:.1f}",
-            f"{r['cpu_seconds_per_epoch']:.1f}", f"{1000 * r['cpu_seconds_per_epoch'] / max(r['usable'], 1):.1f}",
-            f"{r['load']:.1f}")))
-
-
-def print_quality_table(rows, args) -> None:
-    if not rows:
-        return
-    print(f"PathMind per scale: {args.train} training / {args.test} test questions (generated), encoder "
-          f"{args.encoder}, CPU; answer-set Hits@1/@3 of the learned priority and the ablations")
-    header = ("scale", "s/epoch", "infer ms/q", "learned", "nearest", "random", "calls/q", "tokens/q")
-    print("".join(f"{h:>12}" for h in header))
-    for r in rows:
-        print("".join(f"{v:>12}" for v in (
-            r["scale"], f"{r['epoch_seconds']:.1f}", f"{r['infer_ms_per_query']:.1f}",
-            f"{r['model_hits1']:.2f}/{r['model_hits3']:.2f}", f"{r['nearest_hits1']:.2f}/{r['nearest_hits3']:.2f}",
-            f"{r['random_hits1']:.2f}/{r['random_hits3']:.2f}", f"{r['calls_per_query']:.1f}",
-            f"{r['prompt_tokens_per_query']:.0f}")))
-    print("paper: 1 call, 216 input tokens per query")
-
-
 def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
-    parser.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
-    parser.add_argument("--batches", default="1,4", help="Questions per step to time.")
-    parser.add_argument("--epochs", type=int, default=2, help="Epochs timed per row (their mean is shown).")
-    parser.add_argument("--scales", default="0.2", help="Graph scales of the quality table (empty: no table).")
-    parser.add_argument("--train", type=int, default=150, help="Training questions of the quality table.")
-    parser.add_argument("--test", type=int, default=50, help="Test questions of the quality table.")
-    parser.add_argument("--quality-epochs", type=int, default=4, help="Epochs of the quality table's training.")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads.")
-    parser.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
+    out = parser(__doc__)
+    out.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
+    out.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
+    out.add_argument("--batches", default="1,4", help="Questions per step to time.")
+    out.add_argument("--epochs", type=int, default=2, help="Epochs timed per row (their mean is shown).")
+    out.add_argument("--scales", default="0.2", help="Graph scales of the quality table (empty: no table).")
+    out.add_argument("--train", type=int, default=150, help="Training questions of the quality table.")
+    out.add_argument("--test", type=int, default=50, help="Test questions of the quality table.")
+    out.add_argument("--quality-epochs", type=int, default=4, help="Epochs of the quality table's training.")
+    out.add_argument("--threads", type=int, default=2, help="torch threads.")
+    out.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
                         "with --real).")
-    parser.add_argument("--json", default=None, help="Also write the rows to this JSON file.")
-    real = parser.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
+    real = out.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
-    real.add_argument("--records", type=Path, default=None, help="dev.jsonl (default: ../shared/data/biostrat_qa).")
-    real.add_argument("--work", type=Path, default=Path(__file__).resolve().parents[2] / "bench" / "out" / "real-records",
-                      help="Graph, bank, embeddings, models and reports, shared with bench_real_records.py.")
+    real.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
+    real.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, embeddings, models and reports "
+                      "in this folder, as bench real-records --work does (default: the bench cache).")
     real.add_argument("--graph", choices=("planted", "base", "base+competitors", "base+diseases",
                                           "base+diseases+competitors"), default="base+diseases+competitors",
-                      help="The graph setting of bench_real_records.py.")
+                      help="The graph setting of bench real-records.")
     real.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors graphs).")
     real.add_argument("--scale", type=float, default=1.0, help="Graph scale.")
     real.add_argument("--split", choices=("test", "inner"), default="test",
@@ -202,7 +149,7 @@ def arguments() -> argparse.ArgumentParser:
     real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
     real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
                       "steps (-1: the epochs).")
-    return parser
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -211,18 +158,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.real:
         from adapath.bench import pathmind_real
 
-        args.json = Path(args.json) if args.json else None
         args.epochs = args.quality_epochs
-        pathmind_real.print_tables(pathmind_real.run(args))
-        return
+        return pathmind_real.main(args)
+    from adapath.bench.result import report
+
     time_rows = time_epochs(args) if args.questions else []
     quality_rows = [quality(float(s), args) for s in args.scales.split(",")] if args.scales else []
-    print_time_table(time_rows, args)
-    print_quality_table(quality_rows, args)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"epochs": time_rows, "quality": quality_rows}, handle, indent=2)
-
-
-if __name__ == "__main__":
-    main()
+    report(args, {"epochs": time_rows, "quality": quality_rows},
+           f"bench pathmind: encoder {args.encoder}, {args.threads} torch thread(s), CPU; epochs: s/epoch against "
+           f"training questions at scale {args.time_scale} (the load beside: wall time follows it on a shared machine, "
+           f"CPU time much less); quality: {args.train} training / {args.test} test questions per scale, answer-set "
+           "Hits@1/3 of the learned priority and the unlearned orders (paper: 1 call, 216 input tokens per query)")

@@ -38,11 +38,9 @@ MODELS = {"default": {}, "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "w
 def questions(args):
     """The bench's graph (from the shared cache) and its training and answered records."""
     from adapath.bench.inputs import inputs
-    from adapath.datasets.generate import QueryGenerator
 
     graph, _ = inputs().graph(args.scale, 0)
-    hops = tuple(int(h) for h in args.hops.split(","))
-    records = QueryGenerator(graph).generate(args.train + args.test, seed=0, hops=hops)
+    records = inputs().questions(graph, args.train + args.test, seed=0, hops=[int(h) for h in args.hops.split(",")])
     return graph, records[:args.train], records[args.train:]
 
 

