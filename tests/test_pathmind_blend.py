@@ -1,7 +1,7 @@
 """The ``pathmind+walk`` blend on a hand-built graph where the walk's vote must change
 PathMind's pick at three hops: hand-set priorities stand in for a trained network (a confident
 one: its favourite, a rival, 20 logits above the walk's answer), the walk's candidates for the
-Path-Bank's. PathMind's selection reads only the order of its priorities, so the blend must
+Path-Bank's. The vote meets PathMind's logits standardized over the subgraph, so the blend must
 give the same answer whatever the network's logit scale."""
 
 import numpy as np
@@ -68,23 +68,36 @@ def test_pathmind_alone_follows_its_favourite():
     assert got.answer == f"n{R}"
 
 
+def standardized(logits, node):
+    """By hand: (logit - mean) / standard deviation over the entities a round may take (all but T)."""
+    takeable = np.asarray(logits, dtype=np.float64)[1:]
+    return (logits[node] - takeable.mean()) / takeable.std()
+
+
 @pytest.mark.parametrize("scale", [0.1, 1.0, 10.0])
 def test_the_walks_vote_changes_the_three_hop_pick_at_any_logit_scale(scale):
-    """By hand, the vote reads PathMind's ranks: -ln(rank) by priority over the subgraph (R 1,
-    W 2, D 3, B 4, A 5, C 6, T 7 -> R 0, W -0.69, ...), plus 8 / 1 for the walk's first
-    candidate W: W 7.31 above R 0. Round 1 then ranks A by 7.31 (W two steps behind it) above
-    B by 0 (R behind it): A, then C, then W, the answer. Added to the logits instead, 8 lifts
-    W to 18, short of R's 30 (and of 300 at scale 10): the blend answered R."""
+    """By hand, over A..R (2, 3, 1, 4, 10, 30: mean 8.33, standard deviation 10.11): R stands
+    at 2.14, W at 0.16; the walk's first candidate W gains 2.5: 2.66 above R's 2.14. Round 1
+    then ranks A (W two steps behind it) above B (R behind it): A, then C, then W, the answer,
+    at every scale. Added to the raw logits instead, the blend before (gain 8) lifted W to 18,
+    short of R's 30 (and of 300 at scale 10): it answered R."""
+    assert standardized(LOGITS, W) + 2.5 > standardized(LOGITS, R)  # the hand-worked sums above
     got = answer(LOGITS * scale, WalkVote([W]))
     assert got.explored == {"1": [A], "2": [C], "3": [W]}
     assert got.answer == f"n{W}"
 
 
 def test_the_walks_order_among_its_candidates_counts():
-    """Both depth-3 entities are walk candidates, R first: R 0 + 8 = 8 against W -0.69 + 4 =
-    3.31, so R; with W first, W -0.69 + 8 = 7.31 against R 0 + 4 = 4, so W."""
-    assert answer(LOGITS, WalkVote([R, W]), k=3).extra["answer_set"][0] == f"n{R}"
-    assert answer(LOGITS, WalkVote([W, R]), k=3).extra["answer_set"][0] == f"n{W}"
+    """A less confident network (R at 12: over A..R mean 5.33, standard deviation 4.15; R
+    1.61, W 1.12), both depth-3 entities walk candidates: R first, R 1.61 + 2.5 = 4.11 against
+    W 1.12 + 1.25 = 2.37, so R; W first, W 1.12 + 2.5 = 3.62 against R 1.61 + 1.25 = 2.86, so W.
+    With the confident network (R at 30) R stays first either way: 2.14 + 1.25 = 3.39 against
+    W's 0.16 + 2.5 = 2.66."""
+    unsure = LOGITS.copy()
+    unsure[R] = 12
+    assert answer(unsure, WalkVote([R, W]), k=3).extra["answer_set"][0] == f"n{R}"
+    assert answer(unsure, WalkVote([W, R]), k=3).extra["answer_set"][0] == f"n{W}"
+    assert answer(LOGITS, WalkVote([W, R]), k=3).extra["answer_set"][0] == f"n{R}"
 
 
 def test_the_guide_says_the_vote_as_the_listing_does():

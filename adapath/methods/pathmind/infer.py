@@ -19,8 +19,8 @@ K over T rounds, reason over their paths with one LLM call (or extractively).
   the paths. The answer is the set's first item.
 
 The ``pathmind+walk`` variant adds AdaPath's walk scorer's vote (``gain / rank`` for its
-ranked candidates, from the Path-Bank) to the learned priority: a blend of both papers'
-methods, not either one.
+ranked candidates, from the Path-Bank) to the learned priority, standardized over the
+subgraph (:mod:`adapath.methods.pathmind.guide`): a blend of both papers' methods, not either one.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class Prioritized:
 class PathMind:
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
-                 max_prompt_tokens: int = 2048, vote=None, gain: float = 8.0, name: str = "pathmind",
-                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "rank"):
+                 max_prompt_tokens: int = 2048, vote=None, gain: float = 2.5, name: str = "pathmind",
+                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "std"):
         """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``);
         ``vote_on``: how its vote meets the priority (:data:`~adapath.methods.pathmind.guide.VOTES`)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
