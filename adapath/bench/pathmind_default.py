@@ -12,10 +12,12 @@ from and the edges propagated along (A*Net's count; unpruned: every visited enti
 edges). ``--walk-model DIR`` prints instead how much of a model's priority input the log of the
 walk count explains: the diagnosis of the literal walk algebra.
 
-Models: ``default`` (no options: the neural Bellman-Ford, additive message, BCE, pruned),
-``unpruned`` (``--nodes 0``), ``mul`` (``--message mul``), ``walk`` (``--network walk``: the
-paper's formula as literal walk algebra, the default before), ``nbfnet`` (the walk variant that
-learned), ``text`` (``--entity-text``), ``nodesN`` (``--nodes N``).
+Models: ``default`` (no options: the neural Bellman-Ford, additive message, pruned, with each
+reached entity's evidence and the softmax loss), ``paper`` (``--loss bce --no-entity-text``: the
+paper's recipe on that network), ``unpruned`` (``--nodes 0``), ``mul`` (``--message mul``),
+``walk`` (``--network walk --loss bce``: the paper's formula as literal walk algebra, the default
+before), ``nbfnet`` (the walk variant that learned), ``bce``, ``adversarial`` (``--loss``),
+``no-text`` (``--no-entity-text``), ``nodesN`` (``--nodes N``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ import numpy as np
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import parser
 
-MODELS = {"default": {}, "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"},
+MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False}, "unpruned": {"nodes": 0},
+          "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "text": {"entity_text": True}, "text-softmax": {"entity_text": True, "loss": "softmax"},
-          "text-adversarial": {"entity_text": True, "loss": "adversarial"}, "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
+          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
 
 
 def questions(args):
@@ -152,7 +155,7 @@ def arguments():
     out.add_argument("--train", type=int, default=320, help="generated training questions")
     out.add_argument("--test", type=int, default=80, help="generated questions answered")
     out.add_argument("--hops", default="1,2", help="the questions' hop counts")
-    out.add_argument("--models", default="default,unpruned,mul,walk", help=f"Of {', '.join(MODELS)}.")
+    out.add_argument("--models", default="default,paper,unpruned,mul,walk", help=f"Of {', '.join(MODELS)}.")
     out.add_argument("--encoder", default="minilm", help="query and node-text encoder")
     out.add_argument("--threads", type=int, default=1, help="torch and Numba threads")
     out.add_argument("--walk-model", type=Path, default=None, help="a `pathmind train` model on this graph and "

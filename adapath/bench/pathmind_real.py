@@ -22,11 +22,14 @@ from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_vari
 
 # named training options: each one setting changed from the paper's model, and the model that
 # landed before it (NBFNet's product cost over question-read gates, softmax loss)
-MODELS = {"paper": {}, "softmax": {"loss": "softmax"}, "balanced": {"loss": "balanced"},
-          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "layers": {"readout": "layers"},
-          "scalar": {"reading": "scalar"},
+# each name's settings in full where they differ from today's default, so a name keeps its model
+MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
+          "softmax": {"loss": "softmax", "entity_text": False}, "balanced": {"loss": "balanced", "entity_text": False},
+          "product": {"cost": "product", "loss": "bce"}, "gate": {"entity": "gate", "loss": "bce"},
+          "layers": {"readout": "layers", "loss": "bce"}, "scalar": {"reading": "scalar", "loss": "bce"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk"}, "text": {"entity_text": True}}
+          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
+          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False}}
 
 
 def model_settings(name: str) -> dict:

@@ -32,7 +32,10 @@ def setting_option(kind: type, name: str, **extra):
 
     s = setting_named(kind, name)
     default = ",".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
-    return typer.Option(default, f"--{name.replace('_', '-')}", help=s.help, **extra)
+    flag = f"--{name.replace('_', '-')}"
+    if s.default is True:  # a setting on by default: its flag turns off as --no-NAME
+        flag = f"{flag}/--no-{name.replace('_', '-')}"
+    return typer.Option(default, flag, help=s.help, **extra)
 
 
 out_console = Console()

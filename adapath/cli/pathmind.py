@@ -78,12 +78,14 @@ def pathmind_train(
     """Train the path-priority network with early stopping on a validation split.
 
     With no options it trains the paper's priority as NBFNet computes its formula (neural
-    Bellman-Ford layers, the additive message, the binary cross-entropy over every entity of
-    the query subgraph), pruned as A*Net prunes it (--nodes); --message, --nodes and --loss
-    name the variants, --network walk the formula as literal walk algebra (with its legacy
-    options --cost, --entity, --readout, --reading). It reads the graph and the questions
-    only (no Path-Bank). Progress within each epoch
-    goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
+    Bellman-Ford layers, the additive message), pruned as A*Net prunes it (--nodes), with
+    each reached entity's own evidence (--entity-text) and a softmax cross-entropy over the
+    query subgraph: the paper's unweighted BCE and NBFNet's entity-free message did not learn
+    on the benchmark graph (`adapath methods pathmind` gives the numbers; --loss bce
+    --no-entity-text is the paper's recipe). --message, --nodes and --loss name the
+    variants, --network walk the formula as literal walk algebra (with its legacy options
+    --cost, --entity, --readout, --reading). It reads the graph and the questions only (no
+    Path-Bank). Progress within each epoch goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
     check_writable(out, folder=True)
