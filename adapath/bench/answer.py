@@ -63,19 +63,16 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
 
-    out = parser(__doc__, scale=1.0)
+    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0)
     out.add_argument("--queries", default="generated",
                      help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
     out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    out.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
     out.add_argument("--compare", default=None, metavar="REV",
                      help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
     out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
                      help="with biostrat: the CPU route encoding the questions (answer's is torch).")
     out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
     out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    out.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
-    out.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
     out.add_argument("--workdir", type=Path, default=None, help="With biostrat: keep graph, store and bank here "
                      "between runs, as bench real-records --work does (default: the bench cache).")
     return out
@@ -88,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from adapath.bank.index import BankIndex
     from adapath.bench.inputs import inputs
+    from adapath.bench.result import report
     from adapath.datasets.biostrat import query_from_record
     from adapath.llm import ScriptedBackend
     from adapath.retrieval.dense import make_encoder
@@ -133,9 +131,6 @@ def main(argv: list[str] | None = None) -> None:
     results = answer_all(scripted, queries, args.batch)
     calls = sum(r.usage["calls"] for r in results) / len(results)
     tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
-
-    from adapath.bench.result import report
-
     report(args, {"scale": args.scale, "encoder": encoder.name, "node_embedding_seconds": embedding_seconds,
                   "node_embedding_backend": embed_backend, "queries_per_s": none_qps,
                   "matching_ms_per_query": matching_ms, "llm_calls_per_query": calls,
@@ -309,6 +304,7 @@ def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
 
 
 def main_real(args) -> None:
+    from adapath.bench.result import report
     from adapath.retrieval.dense import make_encoder
 
     scorers = args.scorers.split(",")
@@ -336,8 +332,6 @@ def main_real(args) -> None:
             (work / f"bench-answer-{scorer}-{args.compare}.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in baseline[scorer]["results"]))
         (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
-    from adapath.bench.result import report
-
     report(args, {"queries": args.queries, "scale": args.scale, "encoder": encoder.name, "questions": len(queries),
                   "compare": args.compare, "batch": args.batch, "question_backend": args.question_backend,
                   "scorers": measures},

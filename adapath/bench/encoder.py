@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import DEFAULT_RECORDS, parser
+from adapath.bench.result import report
+from adapath.bench.timing import alternate
 
 
 def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:
@@ -31,8 +32,6 @@ def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], 
 
 def timed(encode, texts: list[str], rounds: int = 2) -> tuple[np.ndarray, float]:
     """(vectors, texts/s of the best round), after a warm-up call (allocation, graph optimisation)."""
-    from adapath.bench.timing import alternate
-
     done = alternate({"route": lambda: encode(texts)}, rounds, warm={"route": lambda: encode(texts[:16])})
     return np.asarray(done.best_value("route"), dtype=np.float32), len(texts) / done.best("route")
 
@@ -174,7 +173,5 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError as exc:
         table.append({"route": "onnxruntime", "note": f"skipped: {exc.name or exc} not installed"})
     add("torch float32 stored as float16", None, query_vectors, ref.astype(np.float16).astype(np.float32), ref_rate)
-    from adapath.bench.result import report
-
     report(args, table, f"bench encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real "
                         f"questions, batch {args.batch}, {torch.get_num_threads()} threads")

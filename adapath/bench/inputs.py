@@ -24,19 +24,34 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
                        ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
-# the options benches spell alike: (type, help)
-COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
-          "rounds": (int, "timed rounds (sides alternating)"), "records_file": (Path, "BioStrat-QA JSONL (dev records)"),
-          "workdir": (Path, "work folder (default: a temporary one; inputs come from the bench cache)")}
+# the options benches spell alike: argparse settings by destination (the default is the bench's)
+COMMON = {"scale": dict(type=float, help="generated graph scale (1.0 = PrimeKG's size)"),
+          "seed": dict(type=int, help="graph seed"), "rounds": dict(type=int, help="timed rounds (sides alternating)"),
+          "records_file": dict(type=Path, help="BioStrat-QA JSONL (dev records)"),
+          "records": dict(type=Path, help="BioStrat-QA dev records (JSONL)"),
+          "workdir": dict(type=Path, help="work folder (default: a temporary one; inputs come from the bench cache)"),
+          "work": dict(type=Path, help="keep the graph, bank, node embeddings, models, answers and reports in this "
+                       "folder (default: the bench cache)"),
+          "encoder": dict(help="sentence encoder: minilm, hashing or a sentence-transformers path"),
+          "batch": dict(type=int, help="queries per answer batch, as `adapath answer --batch`"),
+          "limit": dict(type=int, help="test records, evenly spaced (0 = all)"),
+          "split": dict(choices=("test", "inner"), help="test: bank half vs test half; inner: the bank half split "
+                        "again (tuning)"),
+          "levels": dict(help="question levels, comma-separated"),
+          "competitors": dict(type=int, help="rivals per record (the +competitors graphs)")}
+
+
+def add_common(out, **defaults) -> None:
+    """The common options ``defaults`` names, with those defaults, on a parser or a group."""
+    for name, default in defaults.items():
+        out.add_argument("--" + name.replace("_", "-"), default=default, **COMMON[name])
 
 
 def parser(doc: str, **defaults) -> argparse.ArgumentParser:
-    """A bench's parser: its docstring's first line, the common options it names (with their
-    defaults) and ``--json`` (where the runner takes the figures)."""
+    """A bench's parser: its docstring's first paragraph, the common options it names (with
+    their defaults) and ``--json`` (where the runner takes the figures)."""
     out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
-    for name, default in defaults.items():
-        kind, text = COMMON[name]
-        out.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=text)
+    add_common(out, **defaults)
     out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     return out
 

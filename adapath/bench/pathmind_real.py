@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench import pathmind_reasoner
 from adapath.bench.inputs import evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
+from adapath.bench.result import report
 
 # named training options: each one setting changed from the paper's model, and the model that
 # landed before it (NBFNet's product cost over question-read gates, softmax loss)
@@ -228,7 +228,7 @@ def run(args) -> dict:
                  "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
                  "failures": {}}
 
-    def report(name: str, results: list) -> None:
+    def summarize(name: str, results: list) -> None:
         summary = write_report(results, query_set, graph, setup.work / "reports" / args.split / name)
         out["methods"][name] = {k: summary[k] for k in ("cells", "em_strict", "set_hits")}
 
@@ -259,7 +259,7 @@ def run(args) -> dict:
     for name in wanted_runs:
         method, model, params = runs[name]
         answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
-        report(name, answered[name])
+        summarize(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
             out["failures"][name] = failure_table(graph, test, answered[name])
     if args.generated:
@@ -271,7 +271,7 @@ def run(args) -> dict:
             it and adds its row; ``init``: the model it is fine-tuned from."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
-            report(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
+            summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
             out["curve"].append({"name": label, "generated": count, "then_real": init is not None,
                                  "shared_pairs_with_test": 0, **record})
             return path
@@ -287,7 +287,7 @@ def run(args) -> dict:
         wanted = {str(r["data_id"]) for r in test}
         answered[f"adapath {name}"] = [r for r in answer_variant(setup, args.split, name, whole_half, levels)
                                        if r.id in wanted]
-        report(f"adapath {name}", answered[f"adapath {name}"])
+        summarize(f"adapath {name}", answered[f"adapath {name}"])
     if "adapath walk" in answered:
         for name in (f"pathmind {names[0]}", "pathmind+walk"):
             if name in answered:
@@ -329,8 +329,6 @@ def tables(out: dict) -> dict:
 
 
 def main(args) -> None:
-    from adapath.bench.result import report
-
     s = (out := run(args))["setup"]
     report(args, tables(out), f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']}; "
            f"trained on the bank half ({s['train_records']} records x 3 levels), {s['test_records']} test records x "

