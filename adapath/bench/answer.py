@@ -20,25 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository
 LEVELS = ("explicit", "implicit", "bare")
 
 
-class StageClock:
-    """Wall seconds spent inside wrapped callables, by stage (inclusive of nested stages)."""
-
-    def __init__(self):
-        self.seconds = defaultdict(float)
-
-    def wrap(self, owner, attribute: str, stage: str) -> None:
-        inner = getattr(owner, attribute)
-
-        def timed(*args, **kwargs):
-            clock = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.seconds[stage] += time.perf_counter() - clock
-
-        setattr(owner, attribute, timed)
-
-
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     """Node embeddings as ``kg embed`` computes them (CPU, its default backend); the seconds
     are kept beside the work folder so a rerun reports the one-time cost it measured."""
@@ -140,41 +121,49 @@ def main(argv: list[str] | None = None) -> None:
            "and 7,036 tokens per query; targets: >= 20 queries/s, <= 4 calls, <= 3,000 tokens)")
 
 
-def clock_stages(pipeline, levels) -> StageClock:
-    """A clock around each stage of ``pipeline.answer`` (inclusive of nested stages).
-    Class attributes are wrapped on the instance or module that calls them, so the clock
-    goes when the pipeline does; module functions stay wrapped (a bench process only)."""
+def clock_stages(pipeline, levels) -> dict[str, float]:
+    """Wall seconds inside each stage of ``pipeline.answer`` from now on (inclusive of nested
+    stages). Class attributes are wrapped on the instance or module that calls them, so the
+    clock goes when the pipeline does; module functions stay wrapped (a bench process only)."""
     from adapath.engine import traverse
     from adapath.methods import walk_scorer
 
-    stages, planner = StageClock(), pipeline.planner
+    seconds, planner = defaultdict(float), pipeline.planner
 
-    def wrap_afresh(owner, name, stage):  # a class's or module's function: wrapped from its original
-        if not hasattr(owner, f"_bench_{name}"):
-            setattr(owner, f"_bench_{name}", getattr(owner, name))
-        setattr(owner, name, getattr(owner, f"_bench_{name}"))
-        stages.wrap(owner, name, stage)
+    def wrap(owner, attribute: str, stage: str, afresh: bool = False) -> None:
+        if afresh:  # a class's or module's function: wrapped from its original, kept aside once
+            setattr(owner, f"_bench_{attribute}", getattr(owner, f"_bench_{attribute}", getattr(owner, attribute)))
+        inner = getattr(owner, f"_bench_{attribute}" if afresh else attribute)
 
-    stages.wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
+        def timed(*args, **kwargs):
+            clock = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                seconds[stage] += time.perf_counter() - clock
+
+        setattr(owner, attribute, timed)
+
+    wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
     if planner.banks is not None and pipeline.config.type_model:
-        stages.wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
+        wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
     for index in {id(x): x for x in (planner.index_for(level) for level in levels)}.values():
-        stages.wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
-    stages.wrap(planner, "realizable", "meta-path realizability")
-    stages.wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
+        wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
+    wrap(planner, "realizable", "meta-path realizability")
+    wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
     if pipeline.config.scorer == "beam":
-        wrap_afresh(traverse.TraversalState, "groups", "traversal: candidate groups")
-        wrap_afresh(traverse.TraversalState, "advance", "traversal: advance")
-        stages.wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
-        stages.wrap(pipeline.explorer, "_found", "answer ranking")
-    stages.wrap(pipeline.nodes, "get", "node-vector lookups")
+        wrap(traverse.TraversalState, "groups", "traversal: candidate groups", afresh=True)
+        wrap(traverse.TraversalState, "advance", "traversal: advance", afresh=True)
+        wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
+        wrap(pipeline.explorer, "_found", "answer ranking")
+    wrap(pipeline.nodes, "get", "node-vector lookups")
     if pipeline.config.scorer == "walk":
-        stages.wrap(pipeline.explorer.scorer, "score", "walk scorer (all)")
+        wrap(pipeline.explorer.scorer, "score", "walk scorer (all)")
         for name, stage in (("propagate", "walk scorer: propagation"),
                             ("heaviest_walks_through", "walk scorer: heaviest walks"),
                             ("through", "walk scorer: explored flow")):
-            wrap_afresh(walk_scorer, name, stage)
-    return stages
+            wrap(walk_scorer, name, stage, afresh=True)
+    return seconds
 
 
 def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
@@ -184,7 +173,7 @@ def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
     clock = time.perf_counter()
     answer_all(pipeline, queries, batch)
     total = time.perf_counter() - clock
-    return {**{k: 1000 * v / len(queries) for k, v in stages.seconds.items()}, "total": 1000 * total / len(queries)}
+    return {**{k: 1000 * v / len(queries) for k, v in stages.items()}, "total": 1000 * total / len(queries)}
 
 
 def answer_all(pipeline, queries, batch: int):

@@ -208,14 +208,19 @@ def scaling(args, graph, kg_dir, queries, config, work):
     n = len(queries)
     # warm-up: one small batch per worker (worker start-up, kernel loading)
     warm, warm_config = queries[: 2 * max(counts)], dataclasses.replace(config, batch=2)
-    rows, result = [], {"scale": args.scale, "queries": n, "batch": config.batch, "runs": {}}
+    result = {"scale": args.scale, "queries": n, "batch": config.batch, "runs": {}}
+
+    def row(name, seconds, in_task, overhead=None):
+        qps = n / seconds
+        base = next(iter(result["runs"].values()), {}).get("queries_per_s", qps)
+        result["runs"][name] = {"queries_per_s": qps, "vs_local_1": qps / base, "in_task_s": in_task,
+                                "wall_s": seconds, "overhead_s_per_task": overhead}
 
     for threads in sorted({1, max(counts)}):
         executor = LocalExecutor(threads=threads)
         recorded_build(graph, warm, warm_config, executor, work / "warm-local", text)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"local-{threads}", text)
-        rows.append((f"local, {threads} thread{'s' * (threads > 1)}", threads, n / seconds, sum(rec.in_task), seconds,
-                     None))
+        row(f"local, {threads} thread{'s' * (threads > 1)}", seconds, sum(rec.in_task))
 
     size = arrays_nbytes(bank_worker_spec(graph, text, config).arrays)
     ray.init(address="local", num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
@@ -229,22 +234,16 @@ def scaling(args, graph, kg_dir, queries, config, work):
         puts.append(executor.put_seconds)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"ray-{workers}", text)
         puts.append(executor.put_seconds)
-        in_task = sum(rec.in_task)
-        overheads[workers] = (seconds * workers - in_task) / len(rec.in_task)
-        rows.append((f"ray, {workers} worker{'s' * (workers > 1)}", workers, n / seconds, in_task, seconds,
-                     overheads[workers]))
+        overheads[workers] = (seconds * workers - sum(rec.in_task)) / len(rec.in_task)
+        row(f"ray, {workers} worker{'s' * (workers > 1)}", seconds, sum(rec.in_task), overheads[workers])
         commit = float(np.median(rec.commit_seconds))
         executor.close()
     ray.shutdown()
 
-    base = rows[0][2]
-    for name, _, qps, in_task, wall, over in rows:
-        result["runs"][name] = {"queries_per_s": qps, "vs_local_1": qps / base, "in_task_s": in_task,
-                                "wall_s": wall, "overhead_s_per_task": over}
     # Projection: a worker runs a batch in t (in-task, one thread) plus the per-task overhead o;
     # the driver commits one batch every c seconds at most; the payload reaches each node once.
-    put, one, tasks = min(puts), next(r for r in rows if r[0].startswith("ray, 1 ")), -(-n // config.batch)
-    per_worker = config.batch / (one[3] / tasks + overheads[1])
+    put, tasks = min(puts), -(-n // config.batch)
+    per_worker = config.batch / (result["runs"]["ray, 1 worker"]["in_task_s"] / tasks + overheads[1])
     projection = {}
     for nodes in [int(v) for v in args.project_nodes.split(",")]:
         workers = nodes * args.cores_per_node

@@ -175,20 +175,12 @@ class Inputs:
         copied instead of computed."""
         import shutil
 
+        from adapath.retrieval import node_store as ns
         from adapath.retrieval.cache_dir import GraphCache
-        from adapath.retrieval.node_store import (
-            DEFAULT_DTYPE,
-            HEADER,
-            NodeStore,
-            embed_all,
-            expected_header,
-            store_name,
-        )
 
-        places = GraphCache(graph_dir, graph.checksum(), None)
-        name = store_name(encoder.name)
+        places, name, HEADER = GraphCache(graph_dir, graph.checksum(), None), ns.store_name(encoder.name), ns.HEADER
         path = places.find(name, HEADER) or places.writable(name)
-        expect = expected_header(graph, encoder.name)
+        expect = ns.expected_header(graph, encoder.name)
         # the cache's graphs, or a --work folder's settings
         siblings = {*graph_dir.parent.glob(f"*/cache/{name}"), *graph_dir.parent.parent.glob(f"*/kg/cache/{name}")}
         for sibling in sorted(siblings) if not (path / HEADER).is_file() else []:
@@ -199,9 +191,9 @@ class Inputs:
                 shutil.copytree(sibling, path)
                 (path / HEADER).write_text(json.dumps(header | {"graph_checksum": expect["graph_checksum"]}))
                 break
-        if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
+        if not ((path / HEADER).is_file() and ns.NodeStore.open(path, expect).complete):
             say(f"node embeddings into {path}")
-            embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
+            ns.embed_all(graph, encoder, path, expect, ns.DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
             self.built["node store"] += 1
         return path, expect
 

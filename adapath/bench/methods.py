@@ -11,8 +11,9 @@ import re
 import time
 from pathlib import Path
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser, smollm2, workdir
+from adapath.bench.inputs import inputs, parser, smollm2, workdir
+from adapath.bench.result import figure_tables, report
+from adapath.bench.timing import Line
 
 # Reported calls and total (prompt + completion) tokens per question, with where they come from.
 # PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
@@ -117,19 +118,11 @@ def follow_format(graph):
 
 def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[str, object]:
     """The bank and the PathMind model, or why one could not be built."""
-    from adapath.bench.inputs import inputs
-
     needs: dict[str, object] = {"bank": inputs().bank(graph, kg, train)}
     try:
         import torch
 
-        from adapath.methods.pathmind.train import (
-            Features,
-            TrainConfig,
-            make_examples,
-            save_checkpoint,
-        )
-        from adapath.methods.pathmind.train import train as train_pathmind
+        from adapath.methods.pathmind import train as pm
         from adapath.retrieval.dense import NodeEmbeddings, make_encoder
     except ImportError as exc:
         needs["model"] = f"PathMind needs torch ({exc.name} is missing)"
@@ -138,11 +131,10 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
     if not (model_dir / "model.safetensors").exists():
         torch.manual_seed(0)
         encoder = make_encoder(args.encoder)
-        examples = make_examples(graph, train, encoder)
-        config = TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
-        features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
-        model, history = train_pathmind(graph, examples, features, config)
-        save_checkpoint(model, config, graph, model_dir, history)
+        config = pm.TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
+        features = pm.Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+        model, history = pm.train(graph, pm.make_examples(graph, train, encoder), features, config)
+        pm.save_checkpoint(model, config, graph, model_dir, history)
     needs["model"] = model_dir
     return needs
 
@@ -189,15 +181,13 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, workdir=None)
+    out = parser(__doc__, scale=0.05, workdir=None, encoder="hashing", batch=16)
     out.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
     out.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
     out.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
     out.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
     out.add_argument("--level", default="explicit", help="question level")
     out.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
-    out.add_argument("--encoder", default="hashing", help="sentence encoder for every method")
-    out.add_argument("--batch", type=int, default=16, help="queries per batch")
     out.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
     out.add_argument("--no-real", action="store_true", help="scripted backend only")
     return out
@@ -205,8 +195,6 @@ def arguments():
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-
-    from adapath.bench.inputs import inputs
     from adapath.datasets.biostrat import query_from_record, records_query_set
     from adapath.llm import make_backend
     from adapath.methods.registry import all_methods
@@ -222,9 +210,6 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
     needs = build_needs(graph, kg, work, train, args)
-    from adapath.bench.result import figure_tables, report
-    from adapath.bench.timing import Line
-
     line, out = Line("methods"), {}
 
     def table(name, queries, backend, warm):

@@ -54,14 +54,7 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     ``generated``: records that only train, beside the real ones (which alone validate);
     ``subset``: ``records`` is that many of the bank half (named in the folder); ``init``: a
     trained model to start from (the folder is named after it)."""
-    from adapath.methods.pathmind.train import (
-        Features,
-        epoch_line,
-        load_checkpoint,
-        make_examples,
-        save_checkpoint,
-        train,
-    )
+    from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     graph, encoder = setup.graph, setup.encoder
@@ -73,17 +66,16 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     say(f"training PathMind ({kind}, {config.loss} loss) on {len(records)} "
         f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else "")
         + (f", starting from {init.name}" if init is not None else ""))
-    examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
-    more = [e for level in LEVELS for e in make_examples(graph, list(generated), encoder, level)]
-    nodes = NodeEmbeddings(graph, encoder, setup.graph_dir)
-    features = Features(graph, nodes, config.hops)
+    examples = [e for level in LEVELS for e in pm.make_examples(graph, records, encoder, level)]
+    more = [e for level in LEVELS for e in pm.make_examples(graph, list(generated), encoder, level)]
+    features = pm.Features(graph, NodeEmbeddings(graph, encoder, setup.graph_dir), config.hops)
     clock = time.perf_counter()
-    model, history = train(graph, examples, features, config, log=lambda h: say(f"  {epoch_line(h)}"),
-                           progress=True, more=more, split=lambda v, f, m: say(
+    model, history = pm.train(graph, examples, features, config, log=lambda h: say(f"  {pm.epoch_line(h)}"),
+                              progress=True, more=more, split=lambda v, f, m: say(
         f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"),
-        init=load_checkpoint(init)[0] if init is not None else None)
+        init=pm.load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
-    save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
+    pm.save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     return out, history
 
 

@@ -23,19 +23,6 @@ MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout"
 SETTINGS = ("before", "after", "cuda")
 
 
-def load(args):
-    """(graph, records, encoder, graph dir or None) in a setting's process: the graph and the
-    questions its parent prepared (``--inputs``; read by any tree's package, ``--sources`` too)."""
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.retrieval.dense import make_encoder
-
-    graph_dir, records_path = args.inputs
-    graph = KnowledgeGraph.load(graph_dir, mmap=args.kg is not None)
-    with open(records_path, encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle]
-    return graph, records, make_encoder(args.encoder), args.kg and Path(args.kg)
-
-
 def prepare(args, folder: Path) -> tuple[str, str]:
     """The graph folder and a JSONL of the questions every setting reads: with ``--kg`` the
     records' test half, else a generated graph and questions from the bench cache."""
@@ -52,7 +39,8 @@ def prepare(args, folder: Path) -> tuple[str, str]:
 
 
 def child(args) -> dict:
-    """One (model, setting): the three phases timed, faults counted, answers hashed."""
+    """One (model, setting): the three phases timed, faults counted, answers hashed, on the graph
+    and questions its parent prepared (``args.inputs``: read by any tree's package)."""
     import resource
 
     import numpy as np
@@ -67,27 +55,22 @@ def child(args) -> dict:
 
         keep_freed_memory()
     from adapath.datasets.biostrat import query_from_record
+    from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.pathmind.config import TrainConfig
     from adapath.methods.pathmind.model import PROBES
-    from adapath.methods.pathmind.train import (
-        Features,
-        hits_at_many,
-        make_examples,
-        new_model,
-        sampled_targets,
-        subgraph_loss,
-    )
-    from adapath.retrieval.dense import NodeEmbeddings
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
     torch.set_num_threads(args.threads)
-    graph, records, encoder, graph_dir = load(args)
+    graph = KnowledgeGraph.load(args.inputs[0], mmap=args.kg is not None)
+    records = [json.loads(line) for line in Path(args.inputs[1]).read_text(encoding="utf-8").splitlines()]
+    encoder, graph_dir = make_encoder(args.encoder), args.kg and Path(args.kg)
     device = "cuda" if args.setting == "cuda" else "cpu"
-    examples = [e for e in make_examples(graph, records, encoder) if e.answers]
-    features = Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
+    examples = [e for e in train.make_examples(graph, records, encoder) if e.answers]
+    features = train.Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
     features.per_question = args.setting != "before"
     config = TrainConfig(encoder=args.encoder, **MODELS[args.model])
     torch.manual_seed(0)
-    model = new_model(graph, features, examples[0].query.shape[0], config, 1e-4).to(device)
+    model = train.new_model(graph, features, examples[0].query.shape[0], config, 1e-4).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
 
@@ -96,12 +79,12 @@ def child(args) -> dict:
             torch.cuda.synchronize()
 
     def step(chunk):
-        rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
+        rows, target, weight = train.sampled_targets(features, chunk, features.cosine(chunk), rng)
         inputs = features.batch(chunk, rows)
         output = model(inputs, torch.as_tensor(inputs.places.local_of[rows]).to(device), PROBES)
         target, weight = target.to(device), weight.to(device)
-        loss = subgraph_loss(output.logits, target, weight, config.loss)
-        loss = loss + sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
+        loss = train.subgraph_loss(output.logits, target, weight, config.loss)
+        loss = loss + sum(train.subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -121,7 +104,7 @@ def child(args) -> dict:
     queries = [query_from_record(r, "explicit") for r in records[-args.answer:]]
     # untimed: every kernel compiled (and cached) before the first clock
     step(warm[:4])
-    hits_at_many(model, features, warm, (1,))
+    train.hits_at_many(model, features, warm, (1,))
     pathmind = infer.PathMind(graph, model.eval(), config, encoder, graph_dir=graph_dir, device=device)
     pathmind._features = features
     pathmind.answer([query_from_record(r, "explicit") for r in records[:8]])
@@ -129,7 +112,7 @@ def child(args) -> dict:
     out = {"model": args.model, "setting": args.setting, "device": device, "threads": args.threads}
     _, out["train"] = timed(lambda: [step(fit[lo:lo + 4]) for lo in range(0, len(fit), 4)], len(fit))
     model.eval()
-    _, out["validate"] = timed(lambda: hits_at_many(model, features, held, (1, 3)), len(held))
+    _, out["validate"] = timed(lambda: train.hits_at_many(model, features, held, (1, 3)), len(held))
     pathmind._entities = None  # the entity representations of the trained weights, computed in the timing
     try:  # the Bellman-Ford network counts each step's work; a source tree from before it has neither
         from adapath.bench.pathmind_default import counting_visits

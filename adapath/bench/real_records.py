@@ -132,49 +132,37 @@ def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
     return out
 
 
-def answer_into(setup, split: str, name: str, spec, context, test: list[dict], levels: list[str],
-                settings: dict, batch: int, warm_up: bool = False) -> list:
-    """A method's answers to ``test`` at every level, kept in ``work/answers/SPLIT/NAME.jsonl``
-    (resumed: only what is missing is answered), with a progress line and a timing line.
-    ``warm_up``: two questions answered untimed first when there is work to do (kernels
-    compiled or loaded before the clock)."""
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.methods.run import finished_pairs, load_results, run_queries
-    from adapath.progress import Progress
-
-    queries = [query_from_record(r, level) for level in levels for r in test]
-    out = setup.work / "answers" / split / f"{name}.jsonl"
-    wanted = {(q.id, q.level) for q in queries}
-    if warm_up and (not out.is_file() or wanted - finished_pairs(out)):
-        spec.make(context).answer(queries[:2])
-    clock = time.perf_counter()
-    with Progress(None, f"  {name}", unit="questions") as bar:
-        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings | {"queries": len(queries)},
-                              batch=batch, progress=bar)
-    if summary.new:
-        seconds = time.perf_counter() - clock
-        say(f"  {name}: {summary.new} answered in {seconds:.0f} s ({1000 * seconds / summary.new:.0f} ms/query)")
-    return [r for r in load_results(out) if (r.id, r.level) in wanted]
-
-
 def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
                   model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
-    """A method's answers on ``test`` (resumed from ``work/answers``): an AdaPath variant
-    (``VARIANTS``, warmed up first) or a PathMind method reading ``model``."""
+    """A method's answers to ``test`` at every level, an AdaPath variant (``VARIANTS``) or a
+    PathMind method reading ``model``, kept in ``work/answers/SPLIT/NAME.jsonl`` (resumed: only
+    what is missing is answered), with a progress line and a timing line; AdaPath first answers
+    two questions untimed when there is work to do (kernels compiled before the clock)."""
+    from adapath.datasets.biostrat import query_from_record
     from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
+    from adapath.methods.run import finished_pairs, load_results, run_queries
+    from adapath.progress import Progress
 
     spec = get_method(method)
     resolved = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()})
     context = MethodContext(setup.graph, graph_dir=setup.graph_dir, llm=llm, encoder_spec=setup.encoder_spec,
                             bank=setup.bank if bank else None, model=model, params=resolved, _encoder=setup.encoder)
-    if method == "adapath":
-        settings = {"variant": name, "params": resolved, "encoder": setup.encoder_spec, "bank": str(setup.bank),
-                    "graph": setup.graph.checksum()}
-    else:
-        settings = {"method": method, "params": resolved, "model": str(model), "graph": setup.graph.checksum(),
-                    "llm": tag}
-    return answer_into(setup, split, name, spec, context, test, levels, settings, batch, warm_up=method == "adapath")
+    settings = ({"variant": name, "params": resolved, "encoder": setup.encoder_spec, "bank": str(setup.bank)}
+                if method == "adapath" else {"method": method, "params": resolved, "model": str(model), "llm": tag})
+    queries = [query_from_record(r, level) for level in levels for r in test]
+    out = setup.work / "answers" / split / f"{name}.jsonl"
+    wanted = {(q.id, q.level) for q in queries}
+    if method == "adapath" and (not out.is_file() or wanted - finished_pairs(out)):
+        spec.make(context).answer(queries[:2])
+    clock = time.perf_counter()
+    with Progress(None, f"  {name}", unit="questions") as bar:
+        summary = run_queries(lambda: spec.make(context), queries, out, batch=batch, progress=bar,
+                              settings=settings | {"graph": setup.graph.checksum(), "queries": len(queries)})
+    if summary.new:
+        seconds = time.perf_counter() - clock
+        say(f"  {name}: {summary.new} answered in {seconds:.0f} s ({1000 * seconds / summary.new:.0f} ms/query)")
+    return [r for r in load_results(out) if (r.id, r.level) in wanted]
 
 
 def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[str], batch: int = 16) -> list:
