@@ -44,18 +44,14 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
 
-    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0)
-    out.add_argument("--queries", default="generated",
-                     help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
+    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
+    out.add_argument("--queries", default="generated", help="generated or biostrat:FILE (planted as in real-records)")
     out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    out.add_argument("--compare", default=None, metavar="REV",
-                     help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
-    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
-                     help="with biostrat: the CPU route encoding the questions (answer's is torch).")
+    out.add_argument("--compare", metavar="REV", help="with biostrat: also answer with git revision REV's code")
+    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"), help="with biostrat: "
+                     "the CPU route encoding the questions")
     out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
     out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    out.add_argument("--workdir", type=Path, default=None, help="With biostrat: keep graph, store and bank here "
-                     "between runs, as bench real-records --work does (default: the bench cache).")
     return out
 
 
@@ -211,7 +207,7 @@ def real_setup(args):
         raise SystemExit(f"--queries {args.queries!r}: expected biostrat:FILE with FILE a BioStrat-QA JSONL")
     bank_records, test = inputs().split(path, "test")
     test = evenly_spaced(test, args.limit)
-    setup = prepare(SimpleNamespace(work=args.workdir, scale=args.scale, records=Path(path), split="test",
+    setup = prepare(SimpleNamespace(work=args.work, scale=args.scale, records=Path(path), split="test",
                                     competitors=0), "planted", bank_records, args.encoder)
     queries = [query_from_record(r, level) for level in LEVELS for r in test]
     return setup, queries, len(bank_records), len(test)

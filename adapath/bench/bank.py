@@ -20,6 +20,7 @@ from adapath.bench.environment import proc_field
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line, Measured, alternate
+from adapath.datasets.biostrat import training_queries
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
@@ -343,7 +344,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
-    from adapath.datasets.biostrat import training_queries
     from adapath.retrieval.bm25 import GraphText
 
     work = workdir(args.workdir, "bench_bank_")
@@ -459,7 +459,6 @@ def main(argv: list[str] | None = None) -> None:
 def scale_curve(args, work):
     """ms/query of the exact and the certified build at each scale (no reference)."""
     from adapath.bank.build import BankConfig
-    from adapath.datasets.biostrat import training_queries
 
     rows = {}
     for scale in [float(v) for v in args.curve.split(",")]:

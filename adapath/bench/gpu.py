@@ -17,6 +17,7 @@ import numpy as np
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line
+from adapath.datasets.biostrat import training_queries
 
 # --parts: the row each names
 PARTS = {"ppr": "cupy PPR vs CPU kernel", "bank": "bank build on the GPU", "faiss": "FAISS on the GPU",
@@ -124,7 +125,6 @@ def part_bank(ctx: Context) -> str:
     cuda_devices()
     from adapath.bank.build import BankConfig
     from adapath.bench.bank import ours, path_keys
-    from adapath.datasets.biostrat import training_queries
     from adapath.engine.ppr import device_batch, free_device_bytes
 
     graph, args = ctx.graph, ctx.args

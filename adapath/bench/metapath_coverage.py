@@ -8,13 +8,12 @@ from collections import defaultdict
 from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import timed_build
+from adapath.datasets.biostrat import gold_metapath, load_records, training_queries
 
 
 def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
     """hop count -> [records whose gold meta-path the bank holds for them, records]."""
     import pyarrow.parquet as pq
-
-    from adapath.datasets.biostrat import gold_metapath
 
     rows = pq.read_table(bank / "paths.parquet", columns=["query_id", "metapath"]).to_pydict()
     held = defaultdict(set)
@@ -39,7 +38,6 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.datasets.biostrat import load_records, training_queries
     from adapath.executors import LocalExecutor
 
     records = load_records(args.records_file)

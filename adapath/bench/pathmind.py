@@ -14,6 +14,8 @@ import numpy as np
 from adapath.bench.inputs import DEFAULT_RECORDS, add_common, inputs, parser
 from adapath.bench.real_records import GRAPHS
 from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record
+from adapath.llm import ScriptedBackend
 
 
 def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
@@ -55,8 +57,6 @@ def time_epochs(args) -> list[dict]:
 def quality(scale, args) -> dict:
     import torch
 
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.llm import ScriptedBackend
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.train import TrainConfig, train
 

@@ -19,6 +19,9 @@ from adapath.bench import pathmind_reasoner
 from adapath.bench.inputs import evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
+from adapath.datasets.biostrat import records_query_set
+from adapath.fsutil import atomic_file
+from adapath.methods.pathmind.config import TrainConfig
 
 # named training options: each one setting changed from the paper's model, and the model that
 # landed before it (NBFNet's product cost over question-read gates, softmax loss)
@@ -84,7 +87,6 @@ def generated_records(work: Path, graph, test: list[dict], count: int, seed: int
     do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
     (checked again on the file read back); kept in ``work``."""
     from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
-    from adapath.fsutil import atomic_file
 
     path = work / "generated" / f"describe-{count}-seed{seed}.jsonl"
     held = topic_answer_pairs(test)
@@ -197,9 +199,7 @@ def agreement(a: list, b: list) -> float:
 def run(args) -> dict:
     import torch
 
-    from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import write_report
-    from adapath.methods.pathmind.config import TrainConfig
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)

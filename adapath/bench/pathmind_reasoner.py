@@ -17,6 +17,10 @@ import numpy as np
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import evenly_spaced, say, smollm2
 from adapath.bench.real_records import answer_method
+from adapath.datasets.biostrat import records_query_set
+from adapath.llm import make_backend
+from adapath.methods.base import MethodContext
+from adapath.progress import Progress
 
 # the paper's ablation table, Hits@1 (WebQSP, CWQ), per row of ours
 PAPER = {"extractive": (None, None), "w/o Training": (0.668, 0.413), "w/o Alignment": (0.871, 0.672),
@@ -40,7 +44,6 @@ def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int
 def build_rows(pathmind, questions: list[tuple[dict, str]], stage: str, levels: list[str]) -> list[dict]:
     """``reasoner_examples`` rows of the questions, one wording at a time."""
     from adapath.methods.pathmind.sft_dpo import reasoner_examples
-    from adapath.progress import Progress
 
     rows = []
     with Progress(len(questions), f"  reasoner data ({stage})", "questions") as bar:
@@ -152,9 +155,6 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:
     import torch
 
-    from adapath.datasets.biostrat import records_query_set
-    from adapath.llm import make_backend
-    from adapath.methods.base import MethodContext
     from adapath.methods.pathmind.sft_dpo import DPO_LR, PAPER_DPO_LR, SFT_LR, write_jsonl
     from adapath.methods.registry import get_method
 

@@ -17,9 +17,6 @@ from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
-MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "unpruned": {"nodes": 0},
-          "walk": {"network": "walk"}}
 SETTINGS = ("before", "after", "cuda")
 
 
@@ -68,7 +65,7 @@ def child(args) -> dict:
     examples = [e for e in train.make_examples(graph, records, encoder) if e.answers]
     features = train.Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
     features.per_question = args.setting != "before"
-    config = TrainConfig(encoder=args.encoder, **MODELS[args.model])
+    config = TrainConfig(encoder=args.encoder, **args.settings)
     torch.manual_seed(0)
     model = train.new_model(graph, features, examples[0].query.shape[0], config, 1e-4).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -131,19 +128,17 @@ def child(args) -> dict:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: a setting may run another tree
 
-    out = parser(__doc__, scale=0.2)
+    out = parser(__doc__, scale=0.2, encoder="hashing", records=None)
     out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
-    out.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
-    out.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
-    out.add_argument("--models", default="paper,nbfnet", help=f"Of {', '.join(MODELS)}.")
+    out.add_argument("--models", default="paper,nbfnet", help="pathmind --real's training options (names or "
+                     "key=value+key=value)")
     out.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
     out.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
     out.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
     out.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
     out.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
-    out.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
-                     "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
-                     "model and setting with that package first on PYTHONPATH (default: this tree).")
+    out.add_argument("--sources", default="", help="source trees to compare, comma-separated (each a folder holding "
+                     "an adapath package, e.g. a `git archive` of an earlier commit; default: this tree)")
     return out
 
 
@@ -156,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     for source in sources:
         if not (source / "adapath" / "__init__.py").is_file():
             parser.error(f"--sources: {source} holds no adapath package")
+    from adapath.bench.pathmind_real import model_settings
+    from adapath.bench.result import report
     from adapath.bench.timing import Line
 
     rows, line = [], Line("pathmind-speed")
@@ -165,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
         for source in sources or [None]:
             for setting in args.settings.split(","):
                 job = {k: getattr(args, k) for k in ("encoder", "train", "validate", "answer", "threads")}
-                job.update(model=model, setting=setting, inputs=prepared, kg=str(args.kg) if args.kg else None)
+                job.update(model=model, settings=model_settings(model), setting=setting, inputs=prepared,
+                           kg=str(args.kg) if args.kg else None)
                 command = [sys.executable, __file__, "--child", json.dumps(job)]
                 env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
                 if source is not None:
@@ -178,8 +176,6 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 rows.append({**json.loads(done.stdout.strip().splitlines()[-1]),
                              "source": source.name if source is not None else ""})
-    from adapath.bench.result import report
-
     where = f"graph {args.kg}" if args.kg else f"generated graph, scale {args.scale}"
     report(args, rows, f"PathMind speed: {where}, encoder {args.encoder}, {args.threads} threads; {args.train} "
                        f"training, {args.validate} validation, {args.answer} answered questions")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import timed_build
+from adapath.datasets.biostrat import load_records, training_queries
 
 
 def arguments():
@@ -19,7 +20,6 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.datasets.biostrat import load_records, training_queries
 
     graph, _ = inputs().graph(args.scale, 0, evidence=[args.records_file])
     records = [r for r in load_records(args.records_file) if len(r["topic_entities"]) == 1][: args.records]

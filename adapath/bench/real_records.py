@@ -17,6 +17,9 @@ import numpy as np
 
 from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, parser, say
 from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.methods.base import MethodContext
+from adapath.progress import Progress
 
 LEVELS = ("explicit", "implicit", "bare")
 GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
@@ -138,11 +141,8 @@ def answer_method(setup, split: str, name: str, method: str, test: list[dict], l
     PathMind method reading ``model``, kept in ``work/answers/SPLIT/NAME.jsonl`` (resumed: only
     what is missing is answered), with a progress line and a timing line; AdaPath first answers
     two questions untimed when there is work to do (kernels compiled before the clock)."""
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.methods.base import MethodContext
     from adapath.methods.registry import get_method
     from adapath.methods.run import finished_pairs, load_results, run_queries
-    from adapath.progress import Progress
 
     spec = get_method(method)
     resolved = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()})
@@ -303,7 +303,6 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], levels: list[str]) -> dict:
     """Graph, bank, store and every variant's answers and reports on one graph setting."""
-    from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import record_scores, write_report
 
     setup = prepare(args, setting, bank_records, args.encoder, args.backend)

