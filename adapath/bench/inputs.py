@@ -130,15 +130,19 @@ class Inputs:
             self.built["graph"] += 1
         return KnowledgeGraph.load(folder, mmap=mmap), folder
 
-    def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3)) -> list[dict]:
-        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON)."""
+    def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3),
+                  **options) -> list[dict]:
+        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON); ``options``
+        as ``QueryGenerator.generate`` takes them (``phrasing``; ``exclude``: (topic, answer) pairs)."""
         from adapath.datasets.generate import QueryGenerator
         from adapath.fsutil import atomic_file
 
         request = {"graph": graph.checksum(), "count": count, "seed": seed, "first_id": first_id}
-        path = self._place("questions", request | ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}), ".jsonl")
+        request |= ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}) | {
+            k: sorted(v) if isinstance(v, (set, frozenset)) else v for k, v in options.items()}
+        path = self._place("questions", request, ".jsonl")
         if not path.is_file():
-            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id, hops=tuple(hops))
+            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id, hops=tuple(hops), **options)
             with atomic_file(path) as handle:
                 handle.writelines(json.dumps(r) + "\n" for r in records)
             self.built["questions"] += 1

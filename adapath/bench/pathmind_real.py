@@ -20,7 +20,6 @@ from adapath.bench.inputs import evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
 from adapath.datasets.biostrat import records_query_set
-from adapath.fsutil import atomic_file
 from adapath.methods.pathmind.config import TrainConfig
 
 # named training options: each one setting changed from the paper's model, and the model that
@@ -82,25 +81,17 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     return out, history
 
 
-def generated_records(work: Path, graph, test: list[dict], count: int, seed: int = 7) -> list[dict]:
+def generated_records(graph, test: list[dict], count: int) -> list[dict]:
     """``count`` questions generated on the graph (describing their answer, as BioStrat-QA's
     do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
-    (checked again on the file read back); kept in ``work``."""
-    from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
+    (checked again on the records read back from the bench cache)."""
+    from adapath.datasets.generate import topic_answer_pairs
 
-    path = work / "generated" / f"describe-{count}-seed{seed}.jsonl"
     held = topic_answer_pairs(test)
-    if not path.is_file():
-        say(f"generating {count} questions (describe phrasing, no test record's topic-answer pair)")
-        records = QueryGenerator(graph).generate(count, seed=seed, phrasing="describe", first_id=10_000_000,
-                                                 exclude=frozenset(held))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(path) as handle:
-            handle.writelines(json.dumps(r) + "\n" for r in records)
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    shared = topic_answer_pairs(records) & held
-    if shared:
-        raise SystemExit(f"{path}: {len(shared)} (topic, answer) pairs shared with the test records")
+    records = inputs().questions(graph, count, seed=7, first_id=10_000_000, phrasing="describe", exclude=held)
+    if topic_answer_pairs(records) & held:
+        raise SystemExit(f"generated questions: {len(topic_answer_pairs(records) & held)} (topic, answer) pairs "
+                         "shared with the test records")
     return records
 
 
@@ -269,7 +260,7 @@ def run(args) -> dict:
             return path
 
         for count in [int(c) for c in args.generated.split(",")]:
-            more = generated_records(setup.work, graph, whole_half, count) if count else []
+            more = generated_records(graph, whole_half, count) if count else []
             path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
             # the same model fine-tuned on the real records alone; for the real-only model, trained further
             # the same way (the control: as many more epochs on the real records, without generated ones)
