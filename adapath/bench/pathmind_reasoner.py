@@ -247,8 +247,6 @@ def tables(out: dict) -> dict:
     """The figures as the tables show them: the set-up, each fine-tuning stage (SFT, then DPO at
     each learning rate, the used one marked) and each row beside the paper's Hits@1 (WebQSP,
     CWQ); where Full parts from the extractive set, its Hits@1 misses by cause."""
-    if "rows" not in out or "dpo_sweep" not in out:  # a file of the earlier, explicit-only rows
-        return out
     setup = {k: out[k] for k in ("base", "model", "test_records", "questions", "train_questions", "train_records",
                                  "val_records", "dpo_lr", "paper_dpo_lr")}
     setup |= {"levels": ",".join(out["levels"]), "sft rows": out["stages"]["sft"]["rows"],

@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], levels: list[str]) -> dict:
     """Graph, bank, store and every variant's answers and reports on one graph setting."""
-    from adapath.eval.report import record_scores, write_report
+    from adapath.eval.report import write_report
 
     setup = prepare(args, setting, bank_records, args.encoder, args.backend)
     query_set = records_query_set(test)
@@ -312,7 +312,6 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], 
     for name in args.variants.split(","):
         results = answer_variant(setup, args.split, name, test, levels, args.batch)
         reports[name] = write_report(results, query_set, setup.graph, setup.work / "reports" / args.split / name)
-        record_scores(results, items, setup.graph)
         by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, setup.graph)
                   for hop in (1, 2, 3)}
         extras[name] = {"ranked": ranked_recall(results, items),
