@@ -1,9 +1,6 @@
 """``adapath bench pathmind --real``: PathMind trained on the real BioStrat-QA dev records' bank
-half and answering the test half without an LLM, on one of ``bench real-records``' graphs (the
-same split, graph, bank and node store, from the bench cache or ``--work``), beside AdaPath's
-walk and beam: each training option, the paper's ablations, the blend, the learning curve with
-generated questions and the reasoner rows (docs/benchmarks/pathmind_real.md). Models, answers
-and reasoner adapters are kept: a rerun does only what is missing."""
+half, answering the test half beside AdaPath on ``bench real-records``' inputs; models and
+answers kept, so a rerun does only what is missing (docs/benchmarks/pathmind_real.md)."""
 
 from __future__ import annotations
 
@@ -124,11 +121,6 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
 # the paper's ablations answered as `--param prioritize=...` of the first model, and the
 # unlearned orders
 ABLATIONS = ("readout", "cumulative", "future", "nearest", "random")
-# the paper's ablation table (WebQSP Hits@1, CWQ Hits@1) and its finding 6 (WebQSP Hits@1)
-PAPER_ABLATIONS = (("Full", 0.895, 0.707), ("w/o Prioritization", 0.840, 0.643), ("w/o Alignment", 0.871, 0.672),
-                   ("w/o Training", 0.668, 0.413), ("Random Paths", 0.356, 0.268), ("Shortest Paths", 0.854, 0.662),
-                   ("Important Paths", 0.895, 0.707), ("d only (cumulative cost)", 0.878, None),
-                   ("f only (future cost)", 0.831, None))
 
 FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "a rival: answer's type and depth",
             "answer's type, another depth", "another type")
@@ -301,7 +293,7 @@ def tables(out: dict) -> dict:
         got["ablations"] = {label: {"hits@1": got["hits@1"]["all"].get(ours.get(label)),
                                     "hits@3": got["hits@3"]["all"].get(ours.get(label)),
                                     "paper WebQSP": webqsp, "paper CWQ": cwq}
-                            for label, webqsp, cwq in PAPER_ABLATIONS}
+                            for label, webqsp, cwq in pathmind_reasoner.PAPER_ABLATIONS}
         got["ablations"] |= {label: {"hits@1": got["hits@1"]["all"][name], "hits@3": got["hits@3"]["all"][name]}
                              for label, name in (("nearest (unlearned)", "nearest"), ("random priorities", "random"),
                                                  ("greedy selection", "greedy")) if name in methods}

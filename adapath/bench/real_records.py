@@ -1,9 +1,7 @@
-"""AdaPath on real BioStrat-QA records: the dev records' bank half builds the Path-Bank, every
-record is planted in a generated graph (or a real base), and each AdaPath variant answers the
-test half at all three levels with ``--llm none``: EM by level x hop, recall, meta-path R@k,
-failures. Graph, bank and node store come from the bench cache (``--work``: a folder of its
-own); answers resume. Each variant's ms/query is timed after two questions answered untimed,
-which compile the Numba kernels."""
+"""AdaPath on real BioStrat-QA records planted in a graph: the bank half builds the Path-Bank,
+each variant answers the test half at every level with ``--llm none`` (EM by level x hop,
+recall, meta-path R@k, failures), its ms/query timed after two questions answered untimed,
+which compile the Numba kernels (docs/benchmarks/bench_real_records.md)."""
 
 from __future__ import annotations
 
