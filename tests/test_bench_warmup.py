@@ -25,7 +25,7 @@ TIMED = {
     ("bank.py", "ours"): ({"build_bank"}, {"build_bank"}),
     ("methods.py", "run_method"): ({"answer_all"}, {"answer"}),
     ("timing.py", "timed_build"): ({"build_bank"}, {"build_bank"}),  # paths-recall's, metapath-coverage's
-    ("real_records.py", "answer_into"): ({"run_queries"}, {"answer"}),
+    ("real_records.py", "answer_method"): ({"run_queries"}, {"answer"}),
     ("gpu.py", "part_ppr"): ({"personalized"}, {"personalized"}),
     ("pathmind_default.py", "run"): ({"train", "answer"}, {"train"}),
 }

@@ -20,25 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository
 LEVELS = ("explicit", "implicit", "bare")
 
 
-class StageClock:
-    """Wall seconds spent inside wrapped callables, by stage (inclusive of nested stages)."""
-
-    def __init__(self):
-        self.seconds = defaultdict(float)
-
-    def wrap(self, owner, attribute: str, stage: str) -> None:
-        inner = getattr(owner, attribute)
-
-        def timed(*args, **kwargs):
-            clock = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.seconds[stage] += time.perf_counter() - clock
-
-        setattr(owner, attribute, timed)
-
-
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
     """Node embeddings as ``kg embed`` computes them (CPU, its default backend); the seconds
     are kept beside the work folder so a rerun reports the one-time cost it measured."""
@@ -63,21 +44,14 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
 
-    out = parser(__doc__, scale=1.0)
-    out.add_argument("--queries", default="generated",
-                     help="generated (default) or biostrat:FILE (real records, planted as bench real-records does).")
+    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
+    out.add_argument("--queries", default="generated", help="generated or biostrat:FILE (planted as in real-records)")
     out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    out.add_argument("--limit", type=int, default=0, help="with biostrat: test records, evenly spaced (0 = all).")
-    out.add_argument("--compare", default=None, metavar="REV",
-                     help="with biostrat: also answer with the code of git revision REV; ratio and identical share.")
-    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"),
-                     help="with biostrat: the CPU route encoding the questions (answer's is torch).")
+    out.add_argument("--compare", metavar="REV", help="with biostrat: also answer with git revision REV's code")
+    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"), help="with biostrat: "
+                     "the CPU route encoding the questions")
     out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
     out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    out.add_argument("--encoder", default="minilm", help="minilm or hashing (or a sentence-transformers path).")
-    out.add_argument("--batch", type=int, default=16, help="Queries per answer batch, as `answer --batch`.")
-    out.add_argument("--workdir", type=Path, default=None, help="With biostrat: keep graph, store and bank here "
-                     "between runs, as bench real-records --work does (default: the bench cache).")
     return out
 
 
@@ -88,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from adapath.bank.index import BankIndex
     from adapath.bench.inputs import inputs
+    from adapath.bench.result import report
     from adapath.datasets.biostrat import query_from_record
     from adapath.llm import ScriptedBackend
     from adapath.retrieval.dense import make_encoder
@@ -133,9 +108,6 @@ def main(argv: list[str] | None = None) -> None:
     results = answer_all(scripted, queries, args.batch)
     calls = sum(r.usage["calls"] for r in results) / len(results)
     tokens = sum(r.usage["prompt_tokens"] for r in results) / len(results)
-
-    from adapath.bench.result import report
-
     report(args, {"scale": args.scale, "encoder": encoder.name, "node_embedding_seconds": embedding_seconds,
                   "node_embedding_backend": embed_backend, "queries_per_s": none_qps,
                   "matching_ms_per_query": matching_ms, "llm_calls_per_query": calls,
@@ -145,41 +117,49 @@ def main(argv: list[str] | None = None) -> None:
            "and 7,036 tokens per query; targets: >= 20 queries/s, <= 4 calls, <= 3,000 tokens)")
 
 
-def clock_stages(pipeline, levels) -> StageClock:
-    """A clock around each stage of ``pipeline.answer`` (inclusive of nested stages).
-    Class attributes are wrapped on the instance or module that calls them, so the clock
-    goes when the pipeline does; module functions stay wrapped (a bench process only)."""
+def clock_stages(pipeline, levels) -> dict[str, float]:
+    """Wall seconds inside each stage of ``pipeline.answer`` from now on (inclusive of nested
+    stages). Class attributes are wrapped on the instance or module that calls them, so the
+    clock goes when the pipeline does; module functions stay wrapped (a bench process only)."""
     from adapath.engine import traverse
     from adapath.methods import walk_scorer
 
-    stages, planner = StageClock(), pipeline.planner
+    seconds, planner = defaultdict(float), pipeline.planner
 
-    def wrap_afresh(owner, name, stage):  # a class's or module's function: wrapped from its original
-        if not hasattr(owner, f"_bench_{name}"):
-            setattr(owner, f"_bench_{name}", getattr(owner, name))
-        setattr(owner, name, getattr(owner, f"_bench_{name}"))
-        stages.wrap(owner, name, stage)
+    def wrap(owner, attribute: str, stage: str, afresh: bool = False) -> None:
+        if afresh:  # a class's or module's function: wrapped from its original, kept aside once
+            setattr(owner, f"_bench_{attribute}", getattr(owner, f"_bench_{attribute}", getattr(owner, attribute)))
+        inner = getattr(owner, f"_bench_{attribute}" if afresh else attribute)
 
-    stages.wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
+        def timed(*args, **kwargs):
+            clock = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                seconds[stage] += time.perf_counter() - clock
+
+        setattr(owner, attribute, timed)
+
+    wrap(pipeline.encoder, "encode", "question embedding (all encoder calls)")
     if planner.banks is not None and pipeline.config.type_model:
-        stages.wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
+        wrap(planner.banks.type_model(), "probabilities", "wh-phrase type model (with its encoding)")
     for index in {id(x): x for x in (planner.index_for(level) for level in levels)}.values():
-        stages.wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
-    stages.wrap(planner, "realizable", "meta-path realizability")
-    stages.wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
+        wrap(index, "retrieve", "Path-Bank retrieval (Eq. 6)")
+    wrap(planner, "realizable", "meta-path realizability")
+    wrap(pipeline.text.nodes, "scores", "BM25 scores (prefilter / walk)")
     if pipeline.config.scorer == "beam":
-        wrap_afresh(traverse.TraversalState, "groups", "traversal: candidate groups")
-        wrap_afresh(traverse.TraversalState, "advance", "traversal: advance")
-        stages.wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
-        stages.wrap(pipeline.explorer, "_found", "answer ranking")
-    stages.wrap(pipeline.nodes, "get", "node-vector lookups")
+        wrap(traverse.TraversalState, "groups", "traversal: candidate groups", afresh=True)
+        wrap(traverse.TraversalState, "advance", "traversal: advance", afresh=True)
+        wrap(pipeline.explorer, "_narrow", "narrowing (cosine top-M)")
+        wrap(pipeline.explorer, "_found", "answer ranking")
+    wrap(pipeline.nodes, "get", "node-vector lookups")
     if pipeline.config.scorer == "walk":
-        stages.wrap(pipeline.explorer.scorer, "score", "walk scorer (all)")
+        wrap(pipeline.explorer.scorer, "score", "walk scorer (all)")
         for name, stage in (("propagate", "walk scorer: propagation"),
                             ("heaviest_walks_through", "walk scorer: heaviest walks"),
                             ("through", "walk scorer: explored flow")):
-            wrap_afresh(walk_scorer, name, stage)
-    return stages
+            wrap(walk_scorer, name, stage, afresh=True)
+    return seconds
 
 
 def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
@@ -189,7 +169,7 @@ def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
     clock = time.perf_counter()
     answer_all(pipeline, queries, batch)
     total = time.perf_counter() - clock
-    return {**{k: 1000 * v / len(queries) for k, v in stages.seconds.items()}, "total": 1000 * total / len(queries)}
+    return {**{k: 1000 * v / len(queries) for k, v in stages.items()}, "total": 1000 * total / len(queries)}
 
 
 def answer_all(pipeline, queries, batch: int):
@@ -227,7 +207,7 @@ def real_setup(args):
         raise SystemExit(f"--queries {args.queries!r}: expected biostrat:FILE with FILE a BioStrat-QA JSONL")
     bank_records, test = inputs().split(path, "test")
     test = evenly_spaced(test, args.limit)
-    setup = prepare(SimpleNamespace(work=args.workdir, scale=args.scale, records=Path(path), split="test",
+    setup = prepare(SimpleNamespace(work=args.work, scale=args.scale, records=Path(path), split="test",
                                     competitors=0), "planted", bank_records, args.encoder)
     queries = [query_from_record(r, level) for level in LEVELS for r in test]
     return setup, queries, len(bank_records), len(test)
@@ -309,6 +289,7 @@ def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
 
 
 def main_real(args) -> None:
+    from adapath.bench.result import report
     from adapath.retrieval.dense import make_encoder
 
     scorers = args.scorers.split(",")
@@ -336,8 +317,6 @@ def main_real(args) -> None:
             (work / f"bench-answer-{scorer}-{args.compare}.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in baseline[scorer]["results"]))
         (work / f"bench-answer-{scorer}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
-    from adapath.bench.result import report
-
     report(args, {"queries": args.queries, "scale": args.scale, "encoder": encoder.name, "questions": len(queries),
                   "compare": args.compare, "batch": args.batch, "question_backend": args.question_backend,
                   "scorers": measures},

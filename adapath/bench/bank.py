@@ -6,6 +6,7 @@ of one batch, which compiles the Numba kernels."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -15,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.environment import proc_field
-from adapath.bench.inputs import parser
+from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
+from adapath.bench.timing import Line, Measured, alternate
+from adapath.datasets.biostrat import training_queries
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
@@ -26,24 +28,20 @@ STAGES = ("text", "weights", "ppr", "corridor", "paths")
 def reset_peak_rss() -> None:
     """Start a new peak-RSS window (Linux: 5 in clear_refs resets VmHWM to the current RSS);
     where the kernel does not allow it, the peak stays the process's."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
-def status_mib(field: str) -> float | None:
+def rss_mib(field: str = "VmHWM") -> float:
+    """The process's resident memory in MiB: its peak since the last ``reset_peak_rss`` (else
+    since the start), or ``VmRSS``, now."""
     value = proc_field("/proc/self/status", field)
-    return None if value is None else int(value.split()[0]) / 1024
+    if value is None:  # no /proc: the process's peak, and no current figure
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if field == "VmHWM" else 0.0
+    return int(value.split()[0]) / 1024
 
 
-def peak_rss_mib() -> float:
-    """Peak resident memory since the last ``reset_peak_rss`` (else since the start), MiB."""
-    peak = status_mib("VmHWM")
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
-
-
-def reference_pipeline(graph, queries, config, k_top):
+def reference_pipeline(graph, queries, config):
     """Per-query pipeline with materialized weights and igraph; returns (seconds, rho list)."""
     import bm25s
     import igraph
@@ -167,25 +165,19 @@ def our_rhos(runner, queries, ladder=None, slack=0.0):
 
 
 class Recording:
-    """An executor wrapper that keeps every BatchResult and the driver's time per commit."""
+    """An executor wrapper that keeps the seconds in its tasks and the driver's per commit."""
 
     def __init__(self, inner):
-        self.inner, self.results, self.commit_seconds = inner, [], []
-
-    def start(self, spec):
-        self.inner.start(spec)
+        self.inner, self.start, self.close, self.in_task, self.commit_seconds = inner, inner.start, inner.close, [], []
 
     def run(self, tasks, on_result):
         def record(index, result):
-            self.results.append((time.time(), result))
+            self.in_task.append(result.ended - result.started)
             clock = time.perf_counter()
             on_result(index, result)
             self.commit_seconds.append(time.perf_counter() - clock)
 
         self.inner.run(tasks, record)
-
-    def close(self):
-        self.inner.close()
 
 
 def recorded_build(graph, queries, config, executor, out, text):
@@ -217,14 +209,19 @@ def scaling(args, graph, kg_dir, queries, config, work):
     n = len(queries)
     # warm-up: one small batch per worker (worker start-up, kernel loading)
     warm, warm_config = queries[: 2 * max(counts)], dataclasses.replace(config, batch=2)
-    rows, result = [], {"scale": args.scale, "queries": n, "batch": config.batch, "runs": {}}
+    result = {"scale": args.scale, "queries": n, "batch": config.batch, "runs": {}}
+
+    def row(name, seconds, in_task, overhead=None):
+        qps = n / seconds
+        base = next(iter(result["runs"].values()), {}).get("queries_per_s", qps)
+        result["runs"][name] = {"queries_per_s": qps, "vs_local_1": qps / base, "in_task_s": in_task,
+                                "wall_s": seconds, "overhead_s_per_task": overhead}
 
     for threads in sorted({1, max(counts)}):
         executor = LocalExecutor(threads=threads)
         recorded_build(graph, warm, warm_config, executor, work / "warm-local", text)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"local-{threads}", text)
-        in_task = sum(r.ended - r.started for _, r in rec.results)
-        rows.append((f"local, {threads} thread{'s' * (threads > 1)}", threads, n / seconds, in_task, seconds, None))
+        row(f"local, {threads} thread{'s' * (threads > 1)}", seconds, sum(rec.in_task))
 
     size = arrays_nbytes(bank_worker_spec(graph, text, config).arrays)
     ray.init(address="local", num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
@@ -238,22 +235,16 @@ def scaling(args, graph, kg_dir, queries, config, work):
         puts.append(executor.put_seconds)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"ray-{workers}", text)
         puts.append(executor.put_seconds)
-        in_task = sum(r.ended - r.started for _, r in rec.results)
-        overheads[workers] = (seconds * workers - in_task) / len(rec.results)
-        rows.append((f"ray, {workers} worker{'s' * (workers > 1)}", workers, n / seconds, in_task, seconds,
-                     overheads[workers]))
+        overheads[workers] = (seconds * workers - sum(rec.in_task)) / len(rec.in_task)
+        row(f"ray, {workers} worker{'s' * (workers > 1)}", seconds, sum(rec.in_task), overheads[workers])
         commit = float(np.median(rec.commit_seconds))
         executor.close()
     ray.shutdown()
 
-    base = rows[0][2]
-    for name, _, qps, in_task, wall, over in rows:
-        result["runs"][name] = {"queries_per_s": qps, "vs_local_1": qps / base, "in_task_s": in_task,
-                                "wall_s": wall, "overhead_s_per_task": over}
     # Projection: a worker runs a batch in t (in-task, one thread) plus the per-task overhead o;
     # the driver commits one batch every c seconds at most; the payload reaches each node once.
-    put, one, tasks = min(puts), next(r for r in rows if r[0].startswith("ray, 1 ")), -(-n // config.batch)
-    per_worker = config.batch / (one[3] / tasks + overheads[1])
+    put, tasks = min(puts), -(-n // config.batch)
+    per_worker = config.batch / (result["runs"]["ray, 1 worker"]["in_task_s"] / tasks + overheads[1])
     projection = {}
     for nodes in [int(v) for v in args.project_nodes.split(",")]:
         workers = nodes * args.cores_per_node
@@ -267,10 +258,12 @@ def scaling(args, graph, kg_dir, queries, config, work):
                          f"{tasks} tasks per build; projection: {args.cores_per_node} workers per node")
 
 
-def jaccard_top(a, b, k):
-    ta = set(np.argsort(-a, kind="stable")[:k].tolist())
-    tb = set(np.argsort(-b, kind="stable")[:k].tolist())
-    return len(ta & tb) / len(ta | tb)
+def jaccard_top(rhos_a, rhos_b, k) -> float:
+    """The mean over queries of the Jaccard index of two solves' top ``k`` nodes."""
+    def top(rho):
+        return set(np.argsort(-rho, kind="stable")[:k].tolist())
+
+    return float(np.mean([len(top(a) & top(b)) / len(top(a) | top(b)) for a, b in zip(rhos_a, rhos_b)]))
 
 
 def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
@@ -281,7 +274,6 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
 
     from adapath.bank.build import plan_batches
     from adapath.bank.runner import STAGES, BatchRunner, PairStageTime
-    from adapath.bench.timing import Measured, alternate
     from adapath.retrieval.bm25 import GraphText
 
     counts = sorted({1, *(int(v) for v in args.threads.split(","))})
@@ -352,9 +344,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
-    from adapath.bench.inputs import inputs, workdir
-    from adapath.bench.timing import Line, Measured, alternate
-    from adapath.datasets.biostrat import training_queries
     from adapath.retrieval.bm25 import GraphText
 
     work = workdir(args.workdir, "bench_bank_")
@@ -378,19 +367,19 @@ def main(argv: list[str] | None = None) -> None:
     n_ours, n_ref = len(single), len(reference_queries)
     both = solves(config, args)
     certified = both["certified"]
-    peak = {}  # per side, the largest over rounds of its own peak window
-    reset_peak_rss()  # where it cannot, a side's peak is the process's
-    growth = {}  # per side, the largest over rounds of its peak above the RSS it started at
+    # per side, the largest over rounds of its own peak window (where the kernel cannot reset it,
+    # the process's) and of its peak above the RSS it started at
+    peak, growth = {}, {}
 
     def side(name, measure):
         """One round of a side, with its peak memory; ours clock their own build (after an
         untimed build of one batch), the reference its stages."""
         def run():
             reset_peak_rss()
-            start = status_mib("VmRSS") or 0.0
+            start = rss_mib("VmRSS")
             seconds, value = measure()
-            peak[name] = max(peak.get(name, 0.0), peak_rss_mib())
-            growth[name] = max(growth.get(name, 0.0), peak_rss_mib() - start)
+            peak[name] = max(peak.get(name, 0.0), rss_mib())
+            growth[name] = max(growth.get(name, 0.0), rss_mib() - start)
             gc.collect()  # the runner and its PPR work arrays go before the next side starts
             return Measured(seconds, value)
         return run
@@ -399,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         return ours(graph, kg_dir, single, cfg, work, name, args.pipeline or None)[1:]
 
     def reference():
-        seconds, rhos = reference_pipeline(graph, reference_queries, config, k_top)
+        seconds, rhos = reference_pipeline(graph, reference_queries, config)
         return sum(seconds.values()), (seconds, rhos)
 
     sides = {name: side(name, lambda n=name, c=cfg: build(n, c)) for name, cfg in both.items()}
@@ -411,13 +400,11 @@ def main(argv: list[str] | None = None) -> None:
     exact_rhos = our_rhos(runner, reference_queries)
     cert_runner = BatchRunner(graph, runner.text, certified)
     cert_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder, slack=args.slack)
-    jaccard = {k: float(np.mean([jaccard_top(a, b, k) for a, b in zip(cert_rhos, exact_rhos)]))
-               for k in config.ladder}
+    jaccard = {k: jaccard_top(cert_rhos, exact_rhos, k) for k in config.ladder}
     # what the build runs: the first rung certified (a pair whose corridor climbs is solved again)
     first_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder[:1], slack=args.slack)
-    jaccard_first = float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(first_rhos, exact_rhos)]))
-    jaccard_ref = {name: float(np.mean([jaccard_top(a, b, k_top) for a, b in zip(rhos, ref_rhos)]))
-                   for name, rhos in (("exact", exact_rhos), ("certified", cert_rhos))}
+    jaccard_first = jaccard_top(first_rhos, exact_rhos, k_top)
+    jaccard_ref = {"exact": jaccard_top(exact_rhos, ref_rhos, k_top), "certified": jaccard_top(cert_rhos, ref_rhos, k_top)}
 
     best = {name: (rounds.best(name), rounds.best_value(name)) for name in both}
     ref_seconds = rounds.best_value("reference")[0]
@@ -472,8 +459,6 @@ def main(argv: list[str] | None = None) -> None:
 def scale_curve(args, work):
     """ms/query of the exact and the certified build at each scale (no reference)."""
     from adapath.bank.build import BankConfig
-    from adapath.bench.inputs import inputs
-    from adapath.datasets.biostrat import training_queries
 
     rows = {}
     for scale in [float(v) for v in args.curve.split(",")]:
@@ -490,7 +475,7 @@ def scale_curve(args, work):
         rows[scale] = {"nodes": graph.num_nodes, "half_edges": int(graph.indices.shape[0]),
                        "exact_ms": got["exact"][0], "certified_ms": got["certified"][0],
                        "exact_ppr_ms": got["exact"][1], "certified_ppr_ms": got["certified"][1],
-                       "jaccard": float(np.mean([jaccard_top(a, b, config.ladder[0]) for a, b in zip(rhos_c, rhos_e)])),
+                       "jaccard": jaccard_top(rhos_c, rhos_e, config.ladder[0]),
                        "path_agreement": path_agreement(work / "curve-exact", work / "curve-certified")}
         del graph
     return rows

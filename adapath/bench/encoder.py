@@ -3,25 +3,24 @@ texts/s of real node texts and agreement with torch float32's rankings against r
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import DEFAULT_RECORDS, parser
+from adapath.bench.result import report
+from adapath.bench.timing import alternate
+from adapath.datasets.biostrat import load_records
 
 
 def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], list[str]]:
     nodes, queries = {}, []
-    with open(records, encoding="utf-8") as handle:
-        for line in handle:
-            record = json.loads(line)
-            queries.append(record["explicit_query"])
-            for meta in record["node_metadata"]:
-                nodes.setdefault(meta["id"], f"{meta['name']} {(meta.get('description') or '')[:300]}".strip())
+    for record in load_records(records):
+        queries.append(record["explicit_query"])
+        for meta in record["node_metadata"]:
+            nodes.setdefault(meta["id"], f"{meta['name']} {(meta.get('description') or '')[:300]}".strip())
     ids = sorted(nodes)
     rng = np.random.default_rng(0)
     picked = rng.choice(len(ids), size=min(n_texts, len(ids)), replace=False)
@@ -31,25 +30,17 @@ def real_texts(records: Path, n_texts: int, n_queries: int) -> tuple[list[str], 
 
 def timed(encode, texts: list[str], rounds: int = 2) -> tuple[np.ndarray, float]:
     """(vectors, texts/s of the best round), after a warm-up call (allocation, graph optimisation)."""
-    from adapath.bench.timing import alternate
-
     done = alternate({"route": lambda: encode(texts)}, rounds, warm={"route": lambda: encode(texts[:16])})
     return np.asarray(done.best_value("route"), dtype=np.float32), len(texts) / done.best("route")
 
 
-def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ra = np.argsort(np.argsort(a, axis=1), axis=1).astype(np.float64)
-    rb = np.argsort(np.argsort(b, axis=1), axis=1).astype(np.float64)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    return (ra * rb).sum(axis=1) / np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum(axis=1))
-
-
 def agreement(ref_scores: np.ndarray, scores: np.ndarray, k: int = 10) -> tuple[float, float]:
-    top_ref = np.argsort(-ref_scores, axis=1)[:, :k]
-    top = np.argsort(-scores, axis=1)[:, :k]
-    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top_ref, top)])
-    return float(overlap), float(spearman_rows(ref_scores, scores).mean())
+    """The means over questions of the top-``k`` overlap and of Spearman's rho of the rankings."""
+    tops = [np.argsort(-x, axis=1)[:, :k] for x in (ref_scores, scores)]
+    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(*tops)])
+    ra, rb = (np.argsort(np.argsort(x, axis=1), axis=1).astype(np.float64) for x in (ref_scores, scores))
+    ra, rb = ra - ra.mean(axis=1, keepdims=True), rb - rb.mean(axis=1, keepdims=True)
+    return float(overlap), float(((ra * rb).sum(axis=1) / np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum(axis=1))).mean())
 
 
 def onnx_routes(model, batch: int, workdir: Path):
@@ -174,7 +165,5 @@ def main(argv: list[str] | None = None) -> None:
     except ImportError as exc:
         table.append({"route": "onnxruntime", "note": f"skipped: {exc.name or exc} not installed"})
     add("torch float32 stored as float16", None, query_vectors, ref.astype(np.float16).astype(np.float32), ref_rate)
-    from adapath.bench.result import report
-
     report(args, table, f"bench encoder: all-MiniLM-L6-v2, {len(texts)} real node texts, {len(queries)} real "
                         f"questions, batch {args.batch}, {torch.get_num_threads()} threads")

@@ -4,6 +4,7 @@ missing; parts 1 to 4 time after an untimed run on a small batch, which compiles
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -13,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import inputs, parser, workdir
+from adapath.bench.result import report
+from adapath.bench.timing import Line
+from adapath.datasets.biostrat import training_queries
 
-PARTS = ("cupy PPR vs CPU kernel", "bank build on the GPU", "FAISS on the GPU", "node embedding on CUDA",
-         "vLLM answer end to end")
-PART_NAMES = ("ppr", "bank", "faiss", "embedding", "vllm")  # --parts
+# --parts: the row each names
+PARTS = {"ppr": "cupy PPR vs CPU kernel", "bank": "bank build on the GPU", "faiss": "FAISS on the GPU",
+         "embedding": "node embedding on CUDA", "vllm": "vLLM answer end to end"}
 
 
 class Skip(Exception):
@@ -53,23 +56,21 @@ class Context:
     """The generated graph and work folder, made once when a part needs them."""
 
     def __init__(self, args):
-        self.args, self.work, self._graph, self._small = args, workdir(args.workdir, "check_gpu_"), None, None
+        self.args, self.work = args, workdir(args.workdir, "check_gpu_")
 
-    @property
+    @functools.cached_property
     def graph(self):
-        if self._graph is None:
-            self._graph, self.kg = inputs().graph(self.args.scale, 0)
-        return self._graph
+        graph, self.kg = inputs().graph(self.args.scale, 0)
+        return graph
 
+    @functools.cached_property
     def small(self):
         """A small graph, its bank and test questions, for the end-to-end answer run."""
-        if self._small is None:
-            graph, kg = inputs().graph(0.02, 21)
-            bank = inputs().bank(graph, kg, inputs().questions(graph, 60, seed=1))
-            test = inputs().questions(graph, self.args.answer_questions, seed=2, first_id=1000)
-            (self.work / "small-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
-            self._small = (kg, bank, self.work / "small-test.jsonl")
-        return self._small
+        graph, kg = inputs().graph(0.02, 21)
+        bank = inputs().bank(graph, kg, inputs().questions(graph, 60, seed=1))
+        test = inputs().questions(graph, self.args.answer_questions, seed=2, first_id=1000)
+        (self.work / "small-test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
+        return kg, bank, self.work / "small-test.jsonl"
 
 
 # ---------------------------------------------------------------------------- the parts
@@ -124,7 +125,6 @@ def part_bank(ctx: Context) -> str:
     cuda_devices()
     from adapath.bank.build import BankConfig
     from adapath.bench.bank import ours, path_keys
-    from adapath.datasets.biostrat import training_queries
     from adapath.engine.ppr import device_batch, free_device_bytes
 
     graph, args = ctx.graph, ctx.args
@@ -236,7 +236,7 @@ def part_vllm(ctx: Context) -> str:
     torch_cuda()
     import subprocess
 
-    kg, bank, test = ctx.small()
+    kg, bank, test = ctx.small
     out = ctx.work / "vllm-answers.jsonl"
     clock = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
@@ -257,8 +257,8 @@ def arguments():
     out.add_argument("--batch", default="256", help="Queries per PPR batch on the GPU; auto: from the device's "
                      "free memory.")
     out.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
-    out.add_argument("--parts", default=",".join(PART_NAMES),
-                     help=f"Parts to run, of {','.join(PART_NAMES)} (the others are reported skipped).")
+    out.add_argument("--parts", default=",".join(PARTS),
+                     help=f"Parts to run, of {','.join(PARTS)} (the others are reported skipped).")
     return out
 
 
@@ -266,19 +266,16 @@ def main(argv: list[str] | None = None) -> None:
     cli = arguments()
     args = cli.parse_args(argv)
     chosen = set(args.parts.split(","))
-    if chosen - set(PART_NAMES):
-        cli.error(f"--parts: unknown {','.join(sorted(chosen - set(PART_NAMES)))}; choose of {','.join(PART_NAMES)}")
-    from adapath.bench.result import report
-    from adapath.bench.timing import Line
-
+    if chosen - set(PARTS):
+        cli.error(f"--parts: unknown {','.join(sorted(chosen - set(PARTS)))}; choose of {','.join(PARTS)}")
     ctx, rows, line = Context(args), [], Line("gpu")
-    for name, short, part in zip(PARTS, PART_NAMES, (part_ppr, part_bank, part_faiss, part_embedding, part_vllm)):
+    for short, name in PARTS.items():
         clock = time.perf_counter()
         line.step(name)
         try:
             if short not in chosen:
                 raise Skip("not asked for (--parts)")
-            status, detail = "ok", part(ctx)
+            status, detail = "ok", globals()[f"part_{short}"](ctx)
         except Skip as exc:
             status, detail = "skipped", str(exc)
         except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others

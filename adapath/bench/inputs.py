@@ -24,19 +24,34 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
                                     ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
                        ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
-# the options benches spell alike: (type, help)
-COMMON = {"scale": (float, "generated graph scale (1.0 = PrimeKG's size)"), "seed": (int, "graph seed"),
-          "rounds": (int, "timed rounds (sides alternating)"), "records_file": (Path, "BioStrat-QA JSONL (dev records)"),
-          "workdir": (Path, "work folder (default: a temporary one; inputs come from the bench cache)")}
+# the options benches spell alike: argparse settings by destination (the default is the bench's)
+COMMON = {"scale": dict(type=float, help="generated graph scale (1.0 = PrimeKG's size)"),
+          "seed": dict(type=int, help="graph seed"), "rounds": dict(type=int, help="timed rounds (sides alternating)"),
+          "records_file": dict(type=Path, help="BioStrat-QA JSONL (dev records)"),
+          "records": dict(type=Path, help="BioStrat-QA dev records (JSONL)"),
+          "workdir": dict(type=Path, help="work folder (default: a temporary one; inputs come from the bench cache)"),
+          "work": dict(type=Path, help="keep the graph, bank, node embeddings, models, answers and reports in this "
+                       "folder (default: the bench cache)"),
+          "encoder": dict(help="sentence encoder: minilm, hashing or a sentence-transformers path"),
+          "batch": dict(type=int, help="queries per answer batch, as `adapath answer --batch`"),
+          "limit": dict(type=int, help="test records, evenly spaced (0 = all)"),
+          "split": dict(choices=("test", "inner"), help="test: bank half vs test half; inner: the bank half split "
+                        "again (tuning)"),
+          "levels": dict(help="question levels, comma-separated"),
+          "competitors": dict(type=int, help="rivals per record (the +competitors graphs)")}
+
+
+def add_common(out, **defaults) -> None:
+    """The common options ``defaults`` names, with those defaults, on a parser or a group."""
+    for name, default in defaults.items():
+        out.add_argument("--" + name.replace("_", "-"), default=default, **COMMON[name])
 
 
 def parser(doc: str, **defaults) -> argparse.ArgumentParser:
-    """A bench's parser: its docstring's first line, the common options it names (with their
-    defaults) and ``--json`` (where the runner takes the figures)."""
+    """A bench's parser: its docstring's first paragraph, the common options it names (with
+    their defaults) and ``--json`` (where the runner takes the figures)."""
     out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
-    for name, default in defaults.items():
-        kind, text = COMMON[name]
-        out.add_argument("--" + name.replace("_", "-"), type=kind, default=default, help=text)
+    add_common(out, **defaults)
     out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     return out
 
@@ -115,15 +130,19 @@ class Inputs:
             self.built["graph"] += 1
         return KnowledgeGraph.load(folder, mmap=mmap), folder
 
-    def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3)) -> list[dict]:
-        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON)."""
+    def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3),
+                  **options) -> list[dict]:
+        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON); ``options``
+        as ``QueryGenerator.generate`` takes them (``phrasing``; ``exclude``: (topic, answer) pairs)."""
         from adapath.datasets.generate import QueryGenerator
         from adapath.fsutil import atomic_file
 
         request = {"graph": graph.checksum(), "count": count, "seed": seed, "first_id": first_id}
-        path = self._place("questions", request | ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}), ".jsonl")
+        request |= ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}) | {
+            k: sorted(v) if isinstance(v, (set, frozenset)) else v for k, v in options.items()}
+        path = self._place("questions", request, ".jsonl")
         if not path.is_file():
-            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id, hops=tuple(hops))
+            records = QueryGenerator(graph).generate(count, seed=seed, first_id=first_id, hops=tuple(hops), **options)
             with atomic_file(path) as handle:
                 handle.writelines(json.dumps(r) + "\n" for r in records)
             self.built["questions"] += 1
@@ -160,20 +179,12 @@ class Inputs:
         copied instead of computed."""
         import shutil
 
+        from adapath.retrieval import node_store as ns
         from adapath.retrieval.cache_dir import GraphCache
-        from adapath.retrieval.node_store import (
-            DEFAULT_DTYPE,
-            HEADER,
-            NodeStore,
-            embed_all,
-            expected_header,
-            store_name,
-        )
 
-        places = GraphCache(graph_dir, graph.checksum(), None)
-        name = store_name(encoder.name)
+        places, name, HEADER = GraphCache(graph_dir, graph.checksum(), None), ns.store_name(encoder.name), ns.HEADER
         path = places.find(name, HEADER) or places.writable(name)
-        expect = expected_header(graph, encoder.name)
+        expect = ns.expected_header(graph, encoder.name)
         # the cache's graphs, or a --work folder's settings
         siblings = {*graph_dir.parent.glob(f"*/cache/{name}"), *graph_dir.parent.parent.glob(f"*/kg/cache/{name}")}
         for sibling in sorted(siblings) if not (path / HEADER).is_file() else []:
@@ -184,9 +195,9 @@ class Inputs:
                 shutil.copytree(sibling, path)
                 (path / HEADER).write_text(json.dumps(header | {"graph_checksum": expect["graph_checksum"]}))
                 break
-        if not ((path / HEADER).is_file() and NodeStore.open(path, expect).complete):
+        if not ((path / HEADER).is_file() and ns.NodeStore.open(path, expect).complete):
             say(f"node embeddings into {path}")
-            embed_all(graph, encoder, path, expect, DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
+            ns.embed_all(graph, encoder, path, expect, ns.DEFAULT_DTYPE, chunk=chunk, on_progress=on_progress)
             self.built["node store"] += 1
         return path, expect
 

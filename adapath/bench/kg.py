@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import parser, workdir
+from adapath.bench.result import report
 
 LOAD = "from adapath.engine.graph import KnowledgeGraph\n"
 STAGES = {  # each a child process's code
@@ -74,8 +74,6 @@ def arguments():
 
 
 def main(argv: list[str] | None = None) -> None:
-    from adapath.bench.result import report
-
     args = arguments().parse_args(argv)
     work, rows = workdir(args.workdir, "bench_kg_"), []
     for stage, template in STAGES.items():

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import DEFAULT_RECORDS, parser, workdir
+from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
+from adapath.bench.result import report
+from adapath.bench.timing import timed_build
+from adapath.datasets.biostrat import gold_metapath, load_records, training_queries
 
 
 def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
     """hop count -> [records whose gold meta-path the bank holds for them, records]."""
     import pyarrow.parquet as pq
-
-    from adapath.datasets.biostrat import gold_metapath
 
     rows = pq.read_table(bank / "paths.parquet", columns=["query_id", "metapath"]).to_pydict()
     held = defaultdict(set)
@@ -38,10 +38,6 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.bench.inputs import inputs
-    from adapath.bench.result import report
-    from adapath.bench.timing import timed_build
-    from adapath.datasets.biostrat import load_records, training_queries
     from adapath.executors import LocalExecutor
 
     records = load_records(args.records_file)

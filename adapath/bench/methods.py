@@ -11,23 +11,20 @@ import re
 import time
 from pathlib import Path
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser, smollm2, workdir
+from adapath.bench.inputs import inputs, parser, smollm2, workdir
+from adapath.bench.result import figure_tables, report
+from adapath.bench.timing import Line
+from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.llm import ScriptedBackend, make_backend
+from adapath.methods.base import MethodContext
 
-# Reported calls and total (prompt + completion) tokens per question, with where they come from.
-# PoG: the mean over the authors' released WebQSP results (liyichen-cly/PoG,
-# our_results/PoG_webqsp_gpt-3.5-turbo-0125.jsonl: 1,639 questions, 9.03 calls, 5,235 input +
-# 283 output tokens; CWQ: 13.82 calls, 8,441 tokens); ToG as the PathMind paper's cost comparison
-# gives it (beside PoG's 9.0 / 5,518 there, i.e. WebQSP); AdaPath from its own paper; PathMind's
-# single call from its paper.
+# reported calls and total tokens per question, with where they come from (docs/benchmarks/bench_methods.md)
 PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
          "pog": (9.03, 5518, "PoG released results, WebQSP"),
          "pog-d3": (9.03, 5518, "PoG released results, WebQSP (at depth 4)"),
          "adapath": (11.2, 7036, "AdaPath paper"), "pathmind": (1, 216, "PathMind paper")}
 
-# Most calls per question the original's control flow makes under each default (N width, D depth).
-# ToG's paper states 2ND+D+1 (22 at N=3, D=3); its official loop scores the tails of every relation
-# each of the N entities keeps (up to N each), so its worst case is D(N + N*N + 1) + 1.
+# most calls per question the original's control flow makes under each default (N width, D depth)
 BOUND = {"tog": ("D(N+N*N+1)+1, N=3 D=3 (the official loop; the paper states 2ND+D+1 = 22)", 40),
          "structgpt": ("2D+1, D=3", 7), "structgpt-d2": ("2D+1, D=2", 5), "sc": ("1 request of k", 1),
          "io": ("1", 1), "cot": ("1", 1)}
@@ -44,6 +41,15 @@ def _listed(line: str, label: str) -> list[str]:
     return [x.strip() for x in re.split(r"; |, " if label == "Candidate relations:" else r"; ", text) if x.strip()]
 
 
+# replies that take nothing from the prompt, in follow_format's order: never sufficient, nothing to add
+FIXED = (("Here are five examples", '{"A": {"Sufficient": "No", "Answer": "Null"}, "R": "Not enough yet."}'),
+         ("Entities set to be retrieved", '{"Add": "No", "Reason": "The entities follow the question."}'),
+         ("Read the knowledge-graph triples", "Need further information"),
+         ("{Yes} or {No}", "{No}. Not enough yet. {the next step of the question}"),
+         ("{Yes} if this is enough", "{No}. Not enough yet. {the next step of the question}"),
+         ("sub-objectives as possible", '["Find the entities the question starts from", "Find the answer they lead to"]'))
+
+
 def follow_format(graph):
     """A scripted model: every prompt family answered in its shape, the first options taken, the
     evidence never sufficient; an answer is the tail of the prompt's last triplet, else a real node."""
@@ -58,14 +64,6 @@ def follow_format(graph):
         def after(label: str) -> list[str]:
             return next((_listed(line, label) for line in lines if line.startswith(label)), [])
 
-        if '{"answer_type"' in prompt:
-            return '{"answer_type": "disease", "hops": 2}'
-        if "numbers in braces" in prompt:
-            return "{1, 2, 3}"
-        if "Write knowledge triplets" in prompt:
-            return triplets
-        if "Revise the head" in prompt:
-            return revised
         if prompt.startswith("Candidate relations:"):  # StructGPT: one relation to follow
             return f"Relation: {_listed(prompt.splitlines()[0], 'Candidate relations:')[0]}"
         if "Its relations:" in now:  # ToG relation pruning
@@ -83,16 +81,9 @@ def follow_format(graph):
             return "\n".join(out)
         if now.startswith("Which of these entities") or "Entities: " in now and "keep in braces" in now:
             return "{" + "; ".join(after("Entities:")) + "}"
-        if "Here are five examples" in prompt:  # PoG evaluation: never sufficient
-            return '{"A": {"Sufficient": "No", "Answer": "Null"}, "R": "Not enough yet."}'
-        if "Entities set to be retrieved" in prompt:  # PoG reflection: nothing to add
-            return '{"Add": "No", "Reason": "The entities follow the question."}'
-        if "Read the knowledge-graph triples" in prompt:  # StructGPT: read, ask for more
-            return "Need further information"
-        if "{Yes} or {No}" in prompt or "{Yes} if this is enough" in prompt:  # never sufficient
-            return "{No}. Not enough yet. {the next step of the question}"
-        if "sub-objectives as possible" in prompt:
-            return '["Find the entities the question starts from", "Find the answer they lead to"]'
+        for key, text in FIXED:
+            if key in prompt:
+                return text
         if "Relations:" in now and "Sub-objectives:" in now:  # PoG relations
             return repr(after("Relations:")[:1])
         if now and "Triples:" in now and "Keep as few" in prompt:  # PoG entities
@@ -110,26 +101,19 @@ def follow_format(graph):
             return f"Step by step, the answer is {{{tails[-1]}}}."
         return fallback_answer
 
-    from adapath.llm import ScriptedBackend
-
-    return ScriptedBackend(rules={"": reply})  # the empty key matches every prompt
+    # the first key found in the prompt gives the reply; the empty key matches every prompt
+    return ScriptedBackend(rules={'{"answer_type"': '{"answer_type": "disease", "hops": 2}',
+                                  "numbers in braces": "{1, 2, 3}", "Write knowledge triplets": triplets,
+                                  "Revise the head": revised, "": reply})
 
 
 def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[str, object]:
     """The bank and the PathMind model, or why one could not be built."""
-    from adapath.bench.inputs import inputs
-
     needs: dict[str, object] = {"bank": inputs().bank(graph, kg, train)}
     try:
         import torch
 
-        from adapath.methods.pathmind.train import (
-            Features,
-            TrainConfig,
-            make_examples,
-            save_checkpoint,
-        )
-        from adapath.methods.pathmind.train import train as train_pathmind
+        from adapath.methods.pathmind import train as pm
         from adapath.retrieval.dense import NodeEmbeddings, make_encoder
     except ImportError as exc:
         needs["model"] = f"PathMind needs torch ({exc.name} is missing)"
@@ -138,11 +122,10 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
     if not (model_dir / "model.safetensors").exists():
         torch.manual_seed(0)
         encoder = make_encoder(args.encoder)
-        examples = make_examples(graph, train, encoder)
-        config = TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
-        features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
-        model, history = train_pathmind(graph, examples, features, config)
-        save_checkpoint(model, config, graph, model_dir, history)
+        config = pm.TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
+        features = pm.Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+        model, history = pm.train(graph, pm.make_examples(graph, train, encoder), features, config)
+        pm.save_checkpoint(model, config, graph, model_dir, history)
     needs["model"] = model_dir
     return needs
 
@@ -152,7 +135,6 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
     answer one question untimed with an instance and context of its own (kernels compiled)."""
     from adapath.eval.metrics import micro_average
     from adapath.eval.report import record_scores
-    from adapath.methods.base import MethodContext
     from adapath.methods.run import answer_all
 
     missing = [f"{need}: {needs[need]}" for need in spec.needs if not isinstance(needs.get(need), Path)]
@@ -189,15 +171,13 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, workdir=None)
+    out = parser(__doc__, scale=0.05, workdir=None, encoder="hashing", batch=16)
     out.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
     out.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
     out.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
     out.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
     out.add_argument("--level", default="explicit", help="question level")
     out.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
-    out.add_argument("--encoder", default="hashing", help="sentence encoder for every method")
-    out.add_argument("--batch", type=int, default=16, help="queries per batch")
     out.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
     out.add_argument("--no-real", action="store_true", help="scripted backend only")
     return out
@@ -205,10 +185,6 @@ def arguments():
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-
-    from adapath.bench.inputs import inputs
-    from adapath.datasets.biostrat import query_from_record, records_query_set
-    from adapath.llm import make_backend
     from adapath.methods.registry import all_methods
 
     work = workdir(args.workdir, "bench_methods_")
@@ -222,9 +198,6 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
     needs = build_needs(graph, kg, work, train, args)
-    from adapath.bench.result import figure_tables, report
-    from adapath.bench.timing import Line
-
     line, out = Line("methods"), {}
 
     def table(name, queries, backend, warm):

@@ -8,27 +8,34 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser
+from adapath.bench.inputs import DEFAULT_RECORDS, add_common, inputs, parser
+from adapath.bench.real_records import GRAPHS
+from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record
+from adapath.llm import ScriptedBackend
+
+
+def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
+    """(graph, records, encoder, training examples, features) of ``count`` questions generated
+    at ``scale``; the features are what training reads before its first epoch."""
+    from adapath.methods.pathmind.train import Features, make_examples
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+
+    graph, _ = inputs().graph(scale, 0)
+    records = inputs().questions(graph, count, seed=1)
+    encoder = make_encoder(encoder_spec)
+    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    return graph, records, encoder, make_examples(graph, records, encoder), features
 
 
 def time_epochs(args) -> list[dict]:
-    import torch
+    from adapath.methods.pathmind.train import TrainConfig, train
 
-    from adapath.methods.pathmind.train import Features, TrainConfig, make_examples, train
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
-
-    torch.set_num_threads(args.threads)
     counts = sorted(int(n) for n in args.questions.split(","))
-    graph, _ = inputs().graph(args.time_scale, 0)
-    records = inputs().questions(graph, counts[-1], seed=1)
-    encoder = make_encoder(args.encoder)
-    examples = make_examples(graph, records, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)  # what train reads before its first epoch
+    graph, _, _, examples, features = generated_examples(args.time_scale, counts[-1], args.encoder)
     # one untimed epoch on a few questions compiles the kernels, so the first row is not the slowest
     train(graph, examples[:16], features, TrainConfig(epochs=1, patience=1, encoder=args.encoder))
     rows = []
@@ -37,11 +44,7 @@ def time_epochs(args) -> list[dict]:
         for batch in (int(b) for b in args.batches.split(",")):
             config = TrainConfig(epochs=args.epochs, patience=args.epochs, batch=batch, encoder=args.encoder)
             marks = [time.process_time()]
-
-            def log(_, marks=marks):
-                marks.append(time.process_time())
-
-            _, history = train(graph, examples[:n], features, config, log=log)
+            _, history = train(graph, examples[:n], features, config, log=lambda _, m=marks: m.append(time.process_time()))
             cpu = float(np.mean(np.diff(marks)))
             rows.append({"scale": args.time_scale, "questions": n, "usable": usable, "batch": batch,
                          "threads": args.threads, "epochs": len(history),
@@ -54,19 +57,11 @@ def time_epochs(args) -> list[dict]:
 def quality(scale, args) -> dict:
     import torch
 
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.llm import ScriptedBackend
     from adapath.methods.pathmind.infer import PathMind
-    from adapath.methods.pathmind.train import Features, TrainConfig, make_examples, train
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.methods.pathmind.train import TrainConfig, train
 
     torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
-    graph, _ = inputs().graph(scale, 0)
-    records = inputs().questions(graph, args.train + args.test, seed=1)
-    encoder = make_encoder(args.encoder)
-    examples = make_examples(graph, records, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    graph, records, encoder, examples, features = generated_examples(scale, args.train + args.test, args.encoder)
     config = TrainConfig(epochs=args.quality_epochs, patience=args.quality_epochs, encoder=args.encoder)
     model, history = train(graph, examples[: args.train], features, config)
     queries = [query_from_record(r, "explicit") for r in records[args.train:]]
@@ -104,51 +99,28 @@ def arguments() -> argparse.ArgumentParser:
                         "with --real).")
     real = out.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
     real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
-    real.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
-    real.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, embeddings, models and reports "
-                      "in this folder, as bench real-records --work does (default: the bench cache).")
-    real.add_argument("--graph", choices=("planted", "base", "base+competitors", "base+diseases",
-                                          "base+diseases+competitors"), default="base+diseases+competitors",
-                      help="The graph setting of bench real-records.")
-    real.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors graphs).")
-    real.add_argument("--scale", type=float, default=1.0, help="Graph scale.")
-    real.add_argument("--split", choices=("test", "inner"), default="test",
-                      help="test: bank half / test half; inner: the bank half halved again (tuning).")
+    add_common(real, records=DEFAULT_RECORDS, work=None, competitors=20, scale=1.0, split="test",
+               levels="explicit,implicit,bare", limit=0)
+    real.add_argument("--graph", choices=GRAPHS, default="base+diseases+competitors", help="bench real-records' graph")
     real.add_argument("--models", default="paper,softmax,balanced,product,gate,layers,nbfnet",
-                      help="Training options, each a model (the first is the one the ablations use): paper, softmax, "
-                      "balanced, product, gate, layers, scalar, nbfnet (the landed model before the paper's), or "
-                      "key=value+key=value settings.")
+                      help="training options, a model each (the first: the ablations'): names or key=value+key=value")
     real.add_argument("--variants", default="models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
-                      help="PathMind runs: models (each trained model), readout, cumulative, future, nearest, random, "
-                      "greedy, pathmind+walk.")
-    real.add_argument("--generated", default="", help="Learning curve: generated question counts added to the real "
-                      "training records, e.g. 0,2000,10000 (empty: no curve).")
-    real.add_argument("--curve-epochs", type=int, default=0, help="Most epochs of the curve's models with generated "
-                      "questions (an epoch holds several times the real one; 0: --quality-epochs).")
-    real.add_argument("--curve-then-real", action="store_true", help="Each curve model also fine-tuned on the real "
-                      "records alone (--quality-epochs, early stopping), a row of its own; the real-only model's "
-                      "is the control (as many more epochs, no generated questions).")
-    real.add_argument("--curve-model", default="", help="The training option of the learning curve (default: the "
-                      "first of --models).")
-    real.add_argument("--batch", type=int, default=4, help="Questions per training step.")
-    real.add_argument("--patience", type=int, default=3, help="Epochs without improvement before stopping.")
-    real.add_argument("--levels", default="explicit,implicit,bare")
-    real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside.")
-    real.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0: all).")
-    real.add_argument("--train-records", type=int, default=0, help="PathMind's training records: this many of "
-                      "the bank half, evenly spaced (0: all; AdaPath's bank keeps the whole half).")
-    real.add_argument("--reasoner", type=int, default=0, help="Test records of the reasoner rows, evenly spaced, "
-                      "each at every --levels wording (0: no reasoner rows).")
-    real.add_argument("--reasoner-train", type=int, default=500, help="Reasoner training questions: a seeded subset "
-                      "of the bank half's records x --levels wordings (SFT rows and DPO pairs from the same ones).")
-    real.add_argument("--reasoner-val", type=int, default=20, help="Bank-half records held out of the reasoner data "
-                      "(every wording) to measure DPO's learning rate.")
-    real.add_argument("--reasoner-dpo-lrs", default="5e-6,5e-5", help="DPO learning rates trained and measured on "
-                      "the held-out records; the best is the Full reasoner (one: no measure).")
-    real.add_argument("--reasoner-seed", type=int, default=0, help="Seed of the reasoner data's draw.")
-    real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner.")
-    real.add_argument("--reasoner-steps", type=int, default=-1, help="Stop each reasoner stage after this many "
-                      "steps (-1: the epochs).")
+                      help="PathMind runs (models: each trained model)")
+    real.add_argument("--generated", default="", help="learning curve: generated question counts, e.g. 0,2000")
+    real.add_argument("--curve-epochs", type=int, default=0, help="most epochs of a curve model (0: --quality-epochs)")
+    real.add_argument("--curve-then-real", action="store_true", help="each curve model also fine-tuned on the real")
+    real.add_argument("--curve-model", default="", help="the curve's training option (default: the first of --models)")
+    real.add_argument("--batch", type=int, default=4, help="questions per training step")
+    real.add_argument("--patience", type=int, default=3, help="epochs without improvement before stopping")
+    real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside")
+    real.add_argument("--train-records", type=int, default=0, help="PathMind's training records of the bank half (0: all)")
+    real.add_argument("--reasoner", type=int, default=0, help="test records of the reasoner rows (0: none)")
+    real.add_argument("--reasoner-train", type=int, default=500, help="reasoner training questions (records x levels)")
+    real.add_argument("--reasoner-val", type=int, default=20, help="bank-half records held out to pick DPO's rate")
+    real.add_argument("--reasoner-dpo-lrs", default="5e-6,5e-5", help="DPO learning rates tried (the best: Full)")
+    real.add_argument("--reasoner-seed", type=int, default=0, help="seed of the reasoner data's draw")
+    real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner")
+    real.add_argument("--reasoner-steps", type=int, default=-1, help="most steps per reasoner stage (-1: the epochs)")
     return out
 
 
@@ -160,8 +132,9 @@ def main(argv: list[str] | None = None) -> None:
 
         args.epochs = args.quality_epochs
         return pathmind_real.main(args)
-    from adapath.bench.result import report
+    import torch
 
+    torch.set_num_threads(args.threads)
     time_rows = time_epochs(args) if args.questions else []
     quality_rows = [quality(float(s), args) for s in args.scales.split(",")] if args.scales else []
     report(args, {"epochs": time_rows, "quality": quality_rows},

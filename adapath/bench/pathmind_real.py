@@ -1,9 +1,6 @@
 """``adapath bench pathmind --real``: PathMind trained on the real BioStrat-QA dev records' bank
-half and answering the test half without an LLM, on one of ``bench real-records``' graphs (the
-same split, graph, bank and node store, from the bench cache or ``--work``), beside AdaPath's
-walk and beam: each training option, the paper's ablations, the blend, the learning curve with
-generated questions and the reasoner rows (docs/benchmarks/pathmind_real.md). Models, answers
-and reasoner adapters are kept: a rerun does only what is missing."""
+half, answering the test half beside AdaPath on ``bench real-records``' inputs; models and
+answers kept, so a rerun does only what is missing (docs/benchmarks/pathmind_real.md)."""
 
 from __future__ import annotations
 
@@ -15,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench import pathmind_reasoner
 from adapath.bench.inputs import evenly_spaced, inputs, say
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
+from adapath.bench.result import report
+from adapath.datasets.biostrat import records_query_set
+from adapath.methods.pathmind.config import TrainConfig
 
 # named training options: each one setting changed from the paper's model, and the model that
 # landed before it (NBFNet's product cost over question-read gates, softmax loss)
@@ -57,14 +56,7 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     ``generated``: records that only train, beside the real ones (which alone validate);
     ``subset``: ``records`` is that many of the bank half (named in the folder); ``init``: a
     trained model to start from (the folder is named after it)."""
-    from adapath.methods.pathmind.train import (
-        Features,
-        epoch_line,
-        load_checkpoint,
-        make_examples,
-        save_checkpoint,
-        train,
-    )
+    from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     graph, encoder = setup.graph, setup.encoder
@@ -76,40 +68,30 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     say(f"training PathMind ({kind}, {config.loss} loss) on {len(records)} "
         f"records x {len(LEVELS)} levels" + (f" and {len(generated)} generated records" if generated else "")
         + (f", starting from {init.name}" if init is not None else ""))
-    examples = [e for level in LEVELS for e in make_examples(graph, records, encoder, level)]
-    more = [e for level in LEVELS for e in make_examples(graph, list(generated), encoder, level)]
-    nodes = NodeEmbeddings(graph, encoder, setup.graph_dir)
-    features = Features(graph, nodes, config.hops)
+    examples = [e for level in LEVELS for e in pm.make_examples(graph, records, encoder, level)]
+    more = [e for level in LEVELS for e in pm.make_examples(graph, list(generated), encoder, level)]
+    features = pm.Features(graph, NodeEmbeddings(graph, encoder, setup.graph_dir), config.hops)
     clock = time.perf_counter()
-    model, history = train(graph, examples, features, config, log=lambda h: say(f"  {epoch_line(h)}"),
-                           progress=True, more=more, split=lambda v, f, m: say(
+    model, history = pm.train(graph, examples, features, config, log=lambda h: say(f"  {pm.epoch_line(h)}"),
+                              progress=True, more=more, split=lambda v, f, m: say(
         f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"),
-        init=load_checkpoint(init)[0] if init is not None else None)
+        init=pm.load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
-    save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
+    pm.save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
     return out, history
 
 
-def generated_records(work: Path, graph, test: list[dict], count: int, seed: int = 7) -> list[dict]:
+def generated_records(graph, test: list[dict], count: int) -> list[dict]:
     """``count`` questions generated on the graph (describing their answer, as BioStrat-QA's
     do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
-    (checked again on the file read back); kept in ``work``."""
-    from adapath.datasets.generate import QueryGenerator, topic_answer_pairs
-    from adapath.fsutil import atomic_file
+    (checked again on the records read back from the bench cache)."""
+    from adapath.datasets.generate import topic_answer_pairs
 
-    path = work / "generated" / f"describe-{count}-seed{seed}.jsonl"
     held = topic_answer_pairs(test)
-    if not path.is_file():
-        say(f"generating {count} questions (describe phrasing, no test record's topic-answer pair)")
-        records = QueryGenerator(graph).generate(count, seed=seed, phrasing="describe", first_id=10_000_000,
-                                                 exclude=frozenset(held))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(path) as handle:
-            handle.writelines(json.dumps(r) + "\n" for r in records)
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    shared = topic_answer_pairs(records) & held
-    if shared:
-        raise SystemExit(f"{path}: {len(shared)} (topic, answer) pairs shared with the test records")
+    records = inputs().questions(graph, count, seed=7, first_id=10_000_000, phrasing="describe", exclude=held)
+    if topic_answer_pairs(records) & held:
+        raise SystemExit(f"generated questions: {len(topic_answer_pairs(records) & held)} (topic, answer) pairs "
+                         "shared with the test records")
     return records
 
 
@@ -142,11 +124,6 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
 # the paper's ablations answered as `--param prioritize=...` of the first model, and the
 # unlearned orders
 ABLATIONS = ("readout", "cumulative", "future", "nearest", "random")
-# the paper's ablation table (WebQSP Hits@1, CWQ Hits@1) and its finding 6 (WebQSP Hits@1)
-PAPER_ABLATIONS = (("Full", 0.895, 0.707), ("w/o Prioritization", 0.840, 0.643), ("w/o Alignment", 0.871, 0.672),
-                   ("w/o Training", 0.668, 0.413), ("Random Paths", 0.356, 0.268), ("Shortest Paths", 0.854, 0.662),
-                   ("Important Paths", 0.895, 0.707), ("d only (cumulative cost)", 0.878, None),
-                   ("f only (future cost)", 0.831, None))
 
 FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "a rival: answer's type and depth",
             "answer's type, another depth", "another type")
@@ -208,9 +185,7 @@ def agreement(a: list, b: list) -> float:
 def run(args) -> dict:
     import torch
 
-    from adapath.datasets.biostrat import records_query_set
     from adapath.eval.report import write_report
-    from adapath.methods.pathmind.config import TrainConfig
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
@@ -231,7 +206,7 @@ def run(args) -> dict:
                  "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
                  "failures": {}}
 
-    def report(name: str, results: list) -> None:
+    def summarize(name: str, results: list) -> None:
         summary = write_report(results, query_set, graph, setup.work / "reports" / args.split / name)
         out["methods"][name] = {k: summary[k] for k in ("cells", "em_strict", "set_hits")}
 
@@ -262,7 +237,7 @@ def run(args) -> dict:
     for name in wanted_runs:
         method, model, params = runs[name]
         answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
-        report(name, answered[name])
+        summarize(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
             out["failures"][name] = failure_table(graph, test, answered[name])
     if args.generated:
@@ -274,13 +249,13 @@ def run(args) -> dict:
             it and adds its row; ``init``: the model it is fine-tuned from."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
-            report(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
+            summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
             out["curve"].append({"name": label, "generated": count, "then_real": init is not None,
                                  "shared_pairs_with_test": 0, **record})
             return path
 
         for count in [int(c) for c in args.generated.split(",")]:
-            more = generated_records(setup.work, graph, whole_half, count) if count else []
+            more = generated_records(graph, whole_half, count) if count else []
             path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
             # the same model fine-tuned on the real records alone; for the real-only model, trained further
             # the same way (the control: as many more epochs on the real records, without generated ones)
@@ -290,7 +265,7 @@ def run(args) -> dict:
         wanted = {str(r["data_id"]) for r in test}
         answered[f"adapath {name}"] = [r for r in answer_variant(setup, args.split, name, whole_half, levels)
                                        if r.id in wanted]
-        report(f"adapath {name}", answered[f"adapath {name}"])
+        summarize(f"adapath {name}", answered[f"adapath {name}"])
     if "adapath walk" in answered:
         for name in (f"pathmind {names[0]}", "pathmind+walk"):
             if name in answered:
@@ -321,7 +296,7 @@ def tables(out: dict) -> dict:
         got["ablations"] = {label: {"hits@1": got["hits@1"]["all"].get(ours.get(label)),
                                     "hits@3": got["hits@3"]["all"].get(ours.get(label)),
                                     "paper WebQSP": webqsp, "paper CWQ": cwq}
-                            for label, webqsp, cwq in PAPER_ABLATIONS}
+                            for label, webqsp, cwq in pathmind_reasoner.PAPER_ABLATIONS}
         got["ablations"] |= {label: {"hits@1": got["hits@1"]["all"][name], "hits@3": got["hits@3"]["all"][name]}
                              for label, name in (("nearest (unlearned)", "nearest"), ("random priorities", "random"),
                                                  ("greedy selection", "greedy")) if name in methods}
@@ -332,8 +307,6 @@ def tables(out: dict) -> dict:
 
 
 def main(args) -> None:
-    from adapath.bench.result import report
-
     s = (out := run(args))["setup"]
     report(args, tables(out), f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']}; "
            f"trained on the bank half ({s['train_records']} records x 3 levels), {s['test_records']} test records x "

@@ -17,23 +17,7 @@ from pathlib import Path
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 
-MODELS = {"paper": {}, "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "product": {"cost": "product"}, "gate": {"entity": "gate"}, "unpruned": {"nodes": 0},
-          "walk": {"network": "walk"}}
 SETTINGS = ("before", "after", "cuda")
-
-
-def load(args):
-    """(graph, records, encoder, graph dir or None) in a setting's process: the graph and the
-    questions its parent prepared (``--inputs``; read by any tree's package, ``--sources`` too)."""
-    from adapath.engine.graph import KnowledgeGraph
-    from adapath.retrieval.dense import make_encoder
-
-    graph_dir, records_path = args.inputs
-    graph = KnowledgeGraph.load(graph_dir, mmap=args.kg is not None)
-    with open(records_path, encoding="utf-8") as handle:
-        records = [json.loads(line) for line in handle]
-    return graph, records, make_encoder(args.encoder), args.kg and Path(args.kg)
 
 
 def prepare(args, folder: Path) -> tuple[str, str]:
@@ -52,7 +36,8 @@ def prepare(args, folder: Path) -> tuple[str, str]:
 
 
 def child(args) -> dict:
-    """One (model, setting): the three phases timed, faults counted, answers hashed."""
+    """One (model, setting): the three phases timed, faults counted, answers hashed, on the graph
+    and questions its parent prepared (``args.inputs``: read by any tree's package)."""
     import resource
 
     import numpy as np
@@ -67,27 +52,22 @@ def child(args) -> dict:
 
         keep_freed_memory()
     from adapath.datasets.biostrat import query_from_record
+    from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.pathmind.config import TrainConfig
     from adapath.methods.pathmind.model import PROBES
-    from adapath.methods.pathmind.train import (
-        Features,
-        hits_at_many,
-        make_examples,
-        new_model,
-        sampled_targets,
-        subgraph_loss,
-    )
-    from adapath.retrieval.dense import NodeEmbeddings
+    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
     torch.set_num_threads(args.threads)
-    graph, records, encoder, graph_dir = load(args)
+    graph = KnowledgeGraph.load(args.inputs[0], mmap=args.kg is not None)
+    records = [json.loads(line) for line in Path(args.inputs[1]).read_text(encoding="utf-8").splitlines()]
+    encoder, graph_dir = make_encoder(args.encoder), args.kg and Path(args.kg)
     device = "cuda" if args.setting == "cuda" else "cpu"
-    examples = [e for e in make_examples(graph, records, encoder) if e.answers]
-    features = Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
+    examples = [e for e in train.make_examples(graph, records, encoder) if e.answers]
+    features = train.Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
     features.per_question = args.setting != "before"
-    config = TrainConfig(encoder=args.encoder, **MODELS[args.model])
+    config = TrainConfig(encoder=args.encoder, **args.settings)
     torch.manual_seed(0)
-    model = new_model(graph, features, examples[0].query.shape[0], config, 1e-4).to(device)
+    model = train.new_model(graph, features, examples[0].query.shape[0], config, 1e-4).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(0)
 
@@ -96,12 +76,12 @@ def child(args) -> dict:
             torch.cuda.synchronize()
 
     def step(chunk):
-        rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
+        rows, target, weight = train.sampled_targets(features, chunk, features.cosine(chunk), rng)
         inputs = features.batch(chunk, rows)
         output = model(inputs, torch.as_tensor(inputs.places.local_of[rows]).to(device), PROBES)
         target, weight = target.to(device), weight.to(device)
-        loss = subgraph_loss(output.logits, target, weight, config.loss)
-        loss = loss + sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
+        loss = train.subgraph_loss(output.logits, target, weight, config.loss)
+        loss = loss + sum(train.subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -121,7 +101,7 @@ def child(args) -> dict:
     queries = [query_from_record(r, "explicit") for r in records[-args.answer:]]
     # untimed: every kernel compiled (and cached) before the first clock
     step(warm[:4])
-    hits_at_many(model, features, warm, (1,))
+    train.hits_at_many(model, features, warm, (1,))
     pathmind = infer.PathMind(graph, model.eval(), config, encoder, graph_dir=graph_dir, device=device)
     pathmind._features = features
     pathmind.answer([query_from_record(r, "explicit") for r in records[:8]])
@@ -129,7 +109,7 @@ def child(args) -> dict:
     out = {"model": args.model, "setting": args.setting, "device": device, "threads": args.threads}
     _, out["train"] = timed(lambda: [step(fit[lo:lo + 4]) for lo in range(0, len(fit), 4)], len(fit))
     model.eval()
-    _, out["validate"] = timed(lambda: hits_at_many(model, features, held, (1, 3)), len(held))
+    _, out["validate"] = timed(lambda: train.hits_at_many(model, features, held, (1, 3)), len(held))
     pathmind._entities = None  # the entity representations of the trained weights, computed in the timing
     try:  # the Bellman-Ford network counts each step's work; a source tree from before it has neither
         from adapath.bench.pathmind_default import counting_visits
@@ -148,19 +128,17 @@ def child(args) -> dict:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: a setting may run another tree
 
-    out = parser(__doc__, scale=0.2)
+    out = parser(__doc__, scale=0.2, encoder="hashing", records=None)
     out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
-    out.add_argument("--records", type=Path, default=None, help="BioStrat-QA records with --kg (test half used).")
-    out.add_argument("--encoder", default="hashing", help="Query and node-text encoder.")
-    out.add_argument("--models", default="paper,nbfnet", help=f"Of {', '.join(MODELS)}.")
+    out.add_argument("--models", default="paper,nbfnet", help="pathmind --real's training options (names or "
+                     "key=value+key=value)")
     out.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
     out.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
     out.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
     out.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
     out.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
-    out.add_argument("--sources", default="", help="Source trees to compare, comma-separated (each a folder "
-                     "holding an adapath package, e.g. a `git archive` of an earlier commit); each runs every "
-                     "model and setting with that package first on PYTHONPATH (default: this tree).")
+    out.add_argument("--sources", default="", help="source trees to compare, comma-separated (each a folder holding "
+                     "an adapath package, e.g. a `git archive` of an earlier commit; default: this tree)")
     return out
 
 
@@ -173,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     for source in sources:
         if not (source / "adapath" / "__init__.py").is_file():
             parser.error(f"--sources: {source} holds no adapath package")
+    from adapath.bench.pathmind_real import model_settings
+    from adapath.bench.result import report
     from adapath.bench.timing import Line
 
     rows, line = [], Line("pathmind-speed")
@@ -182,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
         for source in sources or [None]:
             for setting in args.settings.split(","):
                 job = {k: getattr(args, k) for k in ("encoder", "train", "validate", "answer", "threads")}
-                job.update(model=model, setting=setting, inputs=prepared, kg=str(args.kg) if args.kg else None)
+                job.update(model=model, settings=model_settings(model), setting=setting, inputs=prepared,
+                           kg=str(args.kg) if args.kg else None)
                 command = [sys.executable, __file__, "--child", json.dumps(job)]
                 env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads))
                 if source is not None:
@@ -195,8 +176,6 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 rows.append({**json.loads(done.stdout.strip().splitlines()[-1]),
                              "source": source.name if source is not None else ""})
-    from adapath.bench.result import report
-
     where = f"graph {args.kg}" if args.kg else f"generated graph, scale {args.scale}"
     report(args, rows, f"PathMind speed: {where}, encoder {args.encoder}, {args.threads} threads; {args.train} "
                        f"training, {args.validate} validation, {args.answer} answered questions")

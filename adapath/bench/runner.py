@@ -52,12 +52,6 @@ def settings_of(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in parsed.items() if k not in skip}
 
 
-def result_path(made: dict, save_result: Path | None, result_dir: Path | None) -> Path:
-    if save_result is not None:
-        return save_result
-    return (result_dir or inputs.cache_root() / "results") / result.file_name(made)
-
-
 def run(name: str, argv: list[str], save_result: Path | None = None, result_dir: Path | None = None,
         cache: Path | None = None) -> Path:
     """Run bench ``name`` with its options ``argv``; write and return its result file."""
@@ -83,8 +77,8 @@ def run(name: str, argv: list[str], save_result: Path | None = None, result_dir:
         figures = json.loads(figures_path.read_text())
     made = result.make(name, shlex.join(["adapath", "bench", name, *argv]), settings, figures, list(shared.used),
                        seconds, collect_env())
-    path = result_path(made, save_result, result_dir)
+    path = save_result or (result_dir or inputs.cache_root() / "results") / result.file_name(made)
     with atomic_file(path) as handle:
         handle.write(json.dumps(made, indent=1) + "\n")
-    print(f"bench {name}: result in {path}", file=__import__("sys").stderr, flush=True)
+    inputs.say(f"bench {name}: result in {path}")
     return path

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser
+from adapath.bench.inputs import inputs, parser
+from adapath.bench.result import report
+from adapath.datasets.biostrat import LEVELS, gold_metapath, records_query_set
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
     """Two methods' results: the gold path among random walks of the same length."""
     from adapath.contract import Result
-    from adapath.datasets.biostrat import LEVELS, gold_metapath
 
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}
@@ -75,8 +75,6 @@ TIMING_JS = """(() => {
 
 
 def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
-    from adapath.bench.inputs import inputs
-    from adapath.datasets.biostrat import records_query_set
     from adapath.view import write_question_page
     from adapath.view.headless import Browser
 
@@ -143,7 +141,5 @@ def main(argv: list[str] | None = None) -> None:
         rows = [{"screenshot": str(args.screenshot)}]
     else:
         rows = bench([int(s) for s in args.sizes.split(",")], args.rounds, args.scale, args.seed)
-    from adapath.bench.result import report
-
     report(args, rows, f"the viewer in headless Chromium, scale {args.scale}, median of {args.rounds} loads")
 
