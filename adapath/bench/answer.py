@@ -195,7 +195,7 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
 
 def real_setup(args):
     """bench real-records' planted graph, bank and node store (from the bench cache, or under
-    ``--workdir``); the test half's questions at every level, level by level as it answers them."""
+    ``--work``); the test half's questions at every level, level by level as it answers them."""
     from types import SimpleNamespace
 
     from adapath.bench.inputs import evenly_spaced, inputs
