@@ -53,20 +53,29 @@ class Stop(Exception):
     """Ends a bench once its inputs are in hand (what it does with them is not this test's)."""
 
 
-def test_bench_answer_and_bench_methods_share_one_graph_and_one_bank(tmp_path, monkeypatch):
-    """The two benches, run one after the other on the same cache, ask for the same graph,
-    questions and bank: the second builds none of them."""
-    from adapath.bench import answer, inputs, methods
+def stop_after_the_bank(monkeypatch, cache) -> list:
+    """The bench cache at ``cache``; every bank a bench builds is built, its folder appended to
+    the list returned, and the bench stopped there (``Stop``)."""
+    from adapath.bench import inputs
 
-    monkeypatch.setenv(inputs.ENV, str(tmp_path))
+    monkeypatch.setenv(inputs.ENV, str(cache))
     built_bank = inputs.Inputs.bank
+    folders = []
 
     def bank_then_stop(self, *args, **kwargs):
         folders.append(built_bank(self, *args, **kwargs))
         raise Stop
 
-    folders = []
     monkeypatch.setattr(inputs.Inputs, "bank", bank_then_stop)
+    return folders
+
+
+def test_bench_answer_and_bench_methods_share_one_graph_and_one_bank(tmp_path, monkeypatch):
+    """The two benches, run one after the other on the same cache, ask for the same graph,
+    questions and bank: the second builds none of them."""
+    from adapath.bench import answer, inputs, methods
+
+    folders = stop_after_the_bank(monkeypatch, tmp_path)
     for bench, argv in ((answer, ["--encoder", "hashing"]), (methods, ["--no-real", "--encoder", "hashing"])):
         with pytest.raises(Stop):
             bench.main(["--scale", "0.005", "--train", "6", "--test", "4", *argv])
@@ -84,15 +93,7 @@ def test_the_real_record_benches_share_one_planted_graph_and_one_bank(tmp_path, 
 
     records = tmp_path / "dev.jsonl"
     records.write_text("".join(dev_jsonl.read_text().splitlines(keepends=True)[:12]))
-    monkeypatch.setenv(inputs.ENV, str(tmp_path / "cache"))
-    built_bank = inputs.Inputs.bank
-
-    def bank_then_stop(self, *args, **kwargs):
-        folders.append(built_bank(self, *args, **kwargs))
-        raise Stop
-
-    folders = []
-    monkeypatch.setattr(inputs.Inputs, "bank", bank_then_stop)
+    folders = stop_after_the_bank(monkeypatch, tmp_path / "cache")
     common = ["--scale", "0.005", "--encoder", "hashing"]
     for bench, argv in ((real_records, ["--records", records, "--graph", "planted"]),
                         (pathmind, ["--real", "--records", records, "--graph", "planted"]),
