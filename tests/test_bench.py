@@ -314,3 +314,9 @@ def test_real_records_tables_set_each_variant_beside_the_paper_and_list_walk_cel
     assert sorted(below) == ["walk bare 1", "walk explicit 1", "walk explicit 2", "walk explicit 3",
                              "walk implicit 1", "walk implicit 2"]
     assert below["walk explicit 2"]["answer choice"] == 2 and below["walk explicit 2"]["paper"] == 61.3
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "docs" / "benchmarks" / "results").glob("*.json")),
+                         ids=lambda p: p.name)
+def test_the_result_files_the_docs_render_validate_against_the_schema(path):
+    jsonschema.validate(json.loads(path.read_text()), SCHEMA)
