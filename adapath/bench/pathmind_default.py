@@ -30,12 +30,7 @@ import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import parser
-
-MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False}, "unpruned": {"nodes": 0},
-          "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
-          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+from adapath.bench.pathmind_models import MODELS, model_settings
 
 
 def questions(args):
@@ -83,7 +78,7 @@ def run(args) -> list[dict]:
     gold = [set(r["valid_answer_names"]) for r in test]
     rows = []
     for name in args.models.split(","):
-        config = TrainConfig(encoder=args.encoder, **MODELS[name])
+        config = TrainConfig(encoder=args.encoder, **model_settings(name))
         train(graph, examples[:16], features, replace(config, epochs=1))  # untimed: this network's kernels compiled
         clock = time.perf_counter()
         model, history = train(graph, examples, features, config)

@@ -14,32 +14,11 @@ import numpy as np
 
 from adapath.bench import pathmind_reasoner
 from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.pathmind_models import model_settings
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
 from adapath.datasets.biostrat import records_query_set
 from adapath.methods.pathmind.config import TrainConfig
-
-# named training options: each one setting changed from the paper's model, and the model that
-# landed before it (NBFNet's product cost over question-read gates, softmax loss)
-# each name's settings in full where they differ from today's default, so a name keeps its model
-MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
-          "softmax": {"loss": "softmax", "entity_text": False}, "balanced": {"loss": "balanced", "entity_text": False},
-          "product": {"cost": "product", "loss": "bce"}, "gate": {"entity": "gate", "loss": "bce"},
-          "layers": {"readout": "layers", "loss": "bce"}, "scalar": {"reading": "scalar", "loss": "bce"},
-          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
-          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False}}
-
-
-def model_settings(name: str) -> dict:
-    """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings."""
-    if name in MODELS:
-        return dict(MODELS[name])
-    out = {}
-    for pair in name.split("+"):
-        key, _, value = pair.partition("=")
-        out[key] = int(value) if value.isdigit() else value
-    return out
 
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:

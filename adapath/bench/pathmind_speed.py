@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     for source in sources:
         if not (source / "adapath" / "__init__.py").is_file():
             parser.error(f"--sources: {source} holds no adapath package")
-    from adapath.bench.pathmind_real import model_settings
+    from adapath.bench.pathmind_models import model_settings
     from adapath.bench.result import report
     from adapath.bench.timing import Line
 
