@@ -73,22 +73,22 @@ VOTE_MEASURED = ("on the benchmark graph's test half with one walk-network model
 def add_vote(priority: np.ndarray, inside: np.ndarray, topics, candidates, gain: float,
              vote: str = "std") -> np.ndarray:
     """One question's priorities (per node, ``-inf`` outside the subgraph ``inside``) with the
-    walk's vote (``candidates``: its (node, score) best first; see ``VOTE``). ``rank``: each
+    walk's vote (``candidates``: its (node, score) best first; see ``VOTE``). ``std``: the
+    logits inside less the mean, over the standard deviation, of the entities a round may take
+    (inside, not a topic). ``rank``: each
     entity a round may take (inside, not a topic) first gets ``-ln(rank)`` by priority, ties by
     the smaller index, so only the order of the logits counts, as in PathMind's own selection."""
     if vote not in VOTES:
         raise ValueError(f"vote {vote!r}: choose {', '.join(VOTES)}")
     out = np.array(priority, dtype=np.float64)
+    takeable = np.array(inside, dtype=np.bool_)
+    takeable[list(topics)] = False
     if vote == "std":
-        takeable = np.array(inside, dtype=np.bool_)
-        takeable[list(topics)] = False
         values = out[takeable]
         spread = float(values.std()) if len(values) else 0.0
         within = np.asarray(inside, dtype=np.bool_)
         out[within] = (out[within] - (float(values.mean()) if len(values) else 0.0)) / (spread if spread > 0 else 1.0)
     elif vote == "rank":
-        takeable = np.array(inside, dtype=np.bool_)
-        takeable[list(topics)] = False
         nodes = np.flatnonzero(takeable)
         order = nodes[np.lexsort((nodes, -out[nodes]))]
         out[order] = -np.log(np.arange(1, len(order) + 1, dtype=np.float64))

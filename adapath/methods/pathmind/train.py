@@ -224,19 +224,18 @@ def subgraph_loss(logits: torch.Tensor, target: torch.Tensor, multiplicity: torc
       (self-adversarial weights, no gradient through them), halved.
     """
     member = multiplicity > 0
+    if kind == "softmax":
+        shifted = torch.where(member, logits + torch.log(multiplicity.clamp(min=1e-30)), -torch.inf)
+        answers = (logits * target).sum(0) / target.sum(0).clamp(min=1)
+        return (torch.logsumexp(shifted, 0) - answers).mean()
+    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
     if kind == "adversarial":
-        per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
         with torch.no_grad():
             negative = member & (target == 0)
             weight = torch.softmax(torch.where(negative, logits / ADVERSARIAL_T + torch.log(
                 multiplicity.clamp(min=1e-30)), -torch.inf), 0).nan_to_num(0.0)
         answers = (per_node * target).sum(0) / target.sum(0).clamp(min=1)
         return ((answers + (per_node * weight).sum(0)) / 2).mean()
-    if kind == "softmax":
-        shifted = torch.where(member, logits + torch.log(multiplicity.clamp(min=1e-30)), -torch.inf)
-        answers = (logits * target).sum(0) / target.sum(0).clamp(min=1)
-        return (torch.logsumexp(shifted, 0) - answers).mean()
-    per_node = -(target * F.logsigmoid(logits) + (1 - target) * F.logsigmoid(-logits))
     if kind == "bce":
         return (per_node * multiplicity).sum(0).mean()
     count = multiplicity.sum(0).clamp(min=1)
