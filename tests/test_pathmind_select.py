@@ -81,3 +81,80 @@ def test_lookahead_is_the_best_priority_within_reach():
             for a, v in enumerate(keep):
                 want[v] = priority[keep[hops[a] <= m]].max()
             assert np.array_equal(look.at(m, nodes), want[nodes]), (share, m)
+
+
+def reference_selection(adjacency: list[list[int]], priority, inside, topics, k, rounds, rule):
+    """The selection as the module's text states it, in plain Python: breadth-first search for
+    the look-ahead, dictionaries for the rounds."""
+    n = len(priority)
+    blocked = set(topics)
+
+    def ahead(v, m):  # the best priority within m steps of v inside the subgraph, topics excluded
+        if not inside[v] or v in blocked:
+            return -np.inf
+        seen, layer = {v}, [v]
+        for _ in range(m):
+            layer = [u for w in layer for u in adjacency[w] if inside[u] and u not in blocked and u not in seen]
+            seen.update(layer)
+        return max(priority[u] for u in seen)
+
+    taken, seeds, rounds_out, parent, passed = set(topics), list(dict.fromkeys(topics)), [], {}, {}
+    for t in range(1, rounds + 1):
+        reached = {}
+        for seed in seeds:
+            for v in adjacency[seed]:
+                if inside[v] and v not in taken and v not in reached:
+                    reached[v] = seed
+        if not reached:
+            break
+        key = (lambda v: ahead(v, rounds - t)) if rule == "lookahead" else (lambda v: priority[v])
+        best = sorted(reached, key=lambda v: (-key(v), -priority[v], v))[:k]
+        for v in best:
+            parent[v] = reached[v]
+            taken.add(v)
+        for v, seed in reached.items():
+            passed.setdefault(v, seed)
+        rounds_out.append(best)
+        seeds = best
+    chosen = [v for r in rounds_out for v in r]
+    final = sorted(chosen, key=lambda v: (-priority[v], v))[:k]
+    assert n == len(inside)
+    return rounds_out, parent, passed, final
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_selection_against_a_plain_python_reference(seed):
+    """Random graphs, priorities with ties, subgraphs and topics: the rounds, parents,
+    passed-over seeds and answer set equal the reference's, for both rules."""
+    from tests.helpers import random_graph
+
+    g = random_graph(seed, n=80, m=260)
+    rng = np.random.default_rng(seed)
+    n = g.num_nodes
+    adjacency = [g.indices[g.indptr[v]:g.indptr[v + 1]].tolist() for v in range(n)]
+    priority = rng.integers(0, 6, n).astype(float)  # few values: many ties
+    inside = rng.random(n) < 0.8
+    topics = rng.choice(n, size=int(rng.integers(1, 4)), replace=False).tolist()
+    for rule in ("lookahead", "greedy"):
+        for k, rounds in ((1, 2), (3, 3), (5, 2)):
+            got = select_entities(g.indptr, g.indices, priority, inside, topics, k, rounds, rule)
+            want = reference_selection(adjacency, priority, inside, topics, k, rounds, rule)
+            assert (got.rounds, got.parent, got.passed, got.final) == want, (rule, k, rounds)
+
+
+def test_selections_on_threads_equal_the_serial_ones():
+    """``select_all`` over a thread pool gives each question the selection it gets alone."""
+    from adapath.contract import Query
+    from adapath.methods.pathmind.config import TrainConfig
+    from adapath.methods.pathmind.infer import PathMind
+    from adapath.retrieval.dense import HashingEncoder
+    from tests.helpers import random_graph
+
+    g = random_graph(7, n=120, m=400)
+    pathmind = PathMind(g, None, TrainConfig(hops=3), HashingEncoder(), mode="random", k=3)
+    queries = [Query(f"q{i}", "bare", f"question {i}", (int(g.node_id[i * 7]),)) for i in range(12)]
+    examples = pathmind.examples(queries)
+    serial = pathmind.select_all(examples, pathmind.prioritize(examples), threads=1)
+    threaded = pathmind.select_all(examples, pathmind.prioritize(examples), threads=4)
+    assert [(s.rounds, s.parent, s.final) for s in threaded] == [(s.rounds, s.parent, s.final) for s in serial]
+    assert any(s.final for s in serial)

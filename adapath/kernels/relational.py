@@ -152,6 +152,25 @@ def neighbour_max_at(indptr, indices, previous, inside, nodes, out):
 
 
 @njit(cache=True, nogil=True)
+def frontier(indptr, indices, seeds, inside, taken, reached_from, buffer):
+    """One selection round's candidates: the neighbours of ``seeds`` that are ``inside`` and
+    not ``taken``, each once, in the order first met (seeds in their order, each seed's
+    neighbours in storage order): the first ``count`` entries of ``buffer`` (returned), with
+    ``reached_from[v]`` the first seed that met v. ``reached_from`` is -1 everywhere on entry;
+    the caller resets the candidates' entries after the round."""
+    count = 0
+    for i in range(seeds.shape[0]):
+        s = seeds[i]
+        for k in range(indptr[s], indptr[s + 1]):
+            v = indices[k]
+            if inside[v] and not taken[v] and reached_from[v] < 0:
+                reached_from[v] = s
+                buffer[count] = v
+                count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
 def closed_neighbourhood(indptr, indices, nodes, inside, seen, buffer):
     """The nodes of ``nodes`` and their neighbours that are ``inside``, each once, in the
     order first met: the first ``count`` entries of ``buffer`` (returned). ``seen`` is all

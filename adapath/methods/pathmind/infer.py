@@ -25,8 +25,10 @@ subgraph (:mod:`adapath.methods.pathmind.guide`): a blend of both papers' method
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import torch
 
@@ -103,10 +105,6 @@ class PathMind:
             for p, e, guide in zip(out, examples, self.vote.guides(queries)):
                 p.priority = add_vote(p.priority, p.inside, e.topics, guide.candidates if guide is not None else [],
                                       self.gain, self.vote_on)
-        if self.rule == "lookahead":  # after the vote: it reads the final priorities
-            g = self.graph
-            for p, e in zip(out, examples):
-                p.look = Lookahead(g.indptr, g.indices, p.priority, reachable(p.inside, e.topics), self.rounds - 1)
         return out
 
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
@@ -149,8 +147,22 @@ class PathMind:
     # ------------------------------------------------------------------ select and read
     def select(self, example: Example, prioritized: Prioritized) -> Selection:
         g = self.graph
+        if self.rule == "lookahead" and prioritized.look is None:  # made here, after any vote: it reads the final priorities
+            prioritized.look = Lookahead(g.indptr, g.indices, prioritized.priority,
+                                         reachable(prioritized.inside, example.topics), self.rounds - 1)
         return select_entities(g.indptr, g.indices, prioritized.priority, prioritized.inside, example.topics, self.k,
                                self.rounds, self.rule, prioritized.look)
+
+    def select_all(self, examples: list[Example], prioritized: list[Prioritized],
+                   threads: int | None = None) -> list[Selection]:
+        """:meth:`select` of each question, on ``threads`` threads (Numba's count by default):
+        the selection's kernels release the GIL, and one question's selection does not depend
+        on another's."""
+        threads = min(threads or numba.get_num_threads(), len(examples))
+        if threads < 2:
+            return [self.select(e, p) for e, p in zip(examples, prioritized)]
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(self.select, examples, prioritized))
 
     def step_edge(self, head: int, tail: int, prioritized: Prioritized) -> tuple[int, bool]:
         """The edge of the step head -> tail, as (relation, stored head -> tail): among the
@@ -228,8 +240,9 @@ class PathMind:
         g = self.graph
         examples = self.examples(queries)
         results, prompt_list, usages = [], [], [Usage() for _ in queries]
-        for q, ex, prioritized in zip(queries, examples, self.prioritize(examples, queries)):
-            selection = self.select(ex, prioritized)
+        prioritized_list = self.prioritize(examples, queries)
+        selections = self.select_all(examples, prioritized_list)
+        for q, ex, prioritized, selection in zip(queries, examples, prioritized_list, selections):
             local_paths = self.paths(selection, selection.final, prioritized, ex)
             names = [g.name(v) for v in selection.final]
             paths = [[path_step(int(g.node_id[a]), g.relation_names[r], int(g.node_id[b]), forward)

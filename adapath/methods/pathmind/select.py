@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from adapath.kernels.relational import closed_neighbourhood, neighbour_max_at
+from adapath.kernels.relational import closed_neighbourhood, frontier, neighbour_max_at
 
 RULES = ("lookahead", "greedy")
 
@@ -97,27 +97,29 @@ def select_entities(indptr, indices, priority: np.ndarray, inside: np.ndarray, t
         look = None
     elif look is None:
         look = Lookahead(indptr, indices, priority, reachable(inside, topics), rounds - 1)
-    taken = set(topics)
-    seeds = topics
+    taken = np.zeros(len(inside), dtype=np.bool_)
+    taken[topics] = True
+    reached_from = np.full(len(inside), -1, dtype=np.int64)  # candidate -> the first seed (best first) to meet it
+    buffer = np.empty(len(inside), dtype=np.int64)
+    seeds = np.array(topics, dtype=np.int64)
     out = Selection()
     for t in range(1, rounds + 1):
-        reached: dict[int, int] = {}  # candidate -> best seed (seeds are visited best first)
-        for seed in seeds:
-            for v in indices[indptr[seed]:indptr[seed + 1]].tolist():
-                if inside[v] and v not in taken and v not in reached:
-                    reached[v] = seed
-        if not reached:
+        count = frontier(indptr, indices, seeds, inside, taken, reached_from, buffer)
+        if not count:
             break
-        candidates = np.fromiter(reached, dtype=np.int64, count=len(reached))
+        candidates = buffer[:count].copy()
+        came_from = reached_from[candidates]
+        reached_from[candidates] = -1
         order = look.at(rounds - t, candidates) if look is not None else priority[candidates]
-        best = candidates[np.lexsort((candidates, -priority[candidates], -order))][:k].tolist()
-        for v in best:
-            out.parent[v] = reached[v]
-            taken.add(v)
-        for v, seed in reached.items():
-            out.passed.setdefault(v, seed)
+        keep = np.lexsort((candidates, -priority[candidates], -order))[:k]
+        best = candidates[keep].tolist()
+        taken[candidates[keep]] = True
+        out.parent.update(zip(best, came_from[keep].tolist()))
+        passed = dict(zip(candidates.tolist(), came_from.tolist()))
+        passed.update(out.passed)  # an earlier round's seed stays
+        out.passed = passed
         out.rounds.append(best)
-        seeds = best
+        seeds = candidates[keep]
     chosen = np.array([v for r in out.rounds for v in r], dtype=np.int64)
     if len(chosen):
         out.final = chosen[np.lexsort((chosen, -priority[chosen]))][:k].tolist()
