@@ -855,3 +855,19 @@ def test_the_network_without_gradients_computes_what_training_computes(settings,
             continue
         want, got = getattr(recorded, name).detach(), getattr(in_place, name)
         assert torch.allclose(got, want, rtol=1e-6, atol=1e-6), name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hard_negatives_are_the_top_by_a_full_sort(seed):
+    """``most_similar`` against a full lexicographic sort (score down, node up), with ties at
+    the cut and counts around the nodes' number."""
+    from adapath.methods.pathmind.train import most_similar
+
+    rng = np.random.default_rng(seed)
+    nodes = np.sort(rng.choice(1000, size=60, replace=False))
+    score = rng.integers(0, 5, size=60).astype(np.float32)  # five values: the cut falls in a tie
+    for count in (0, 1, 7, 30, 59, 60, 80):
+        order = np.lexsort((nodes, -score))
+        top, rest = most_similar(nodes, score, count)
+        assert np.array_equal(top, np.sort(nodes[order[:count]])), count
+        assert np.array_equal(rest, np.sort(nodes[order[count:]])), count

@@ -88,6 +88,7 @@ class Features:
         ``adapath bench pathmind-speed`` times both)."""
         self.graph, self.hops, self.device = graph, hops, torch.device(device)
         self.per_question = True
+        self._last_reach: tuple | None = None  # (topic lists, their reach bits)
         self.relational = RelationalGraph(graph, backend or ("numba" if self.device.type == "cpu" else "torch"))
         self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64)).to(self.device)
         text = np.empty((graph.num_nodes, 0), dtype=np.float32)
@@ -119,7 +120,7 @@ class Features:
         their subgraphs, or (``rows``: the nodes to score) the nodes within hops - 1 steps,
         whose d the last step reads, and the rows. ``entities``: every node's entity
         representation, computed once beforehand (inference)."""
-        reach = self.relational.reach_bits([e.topics for e in examples], self.hops)
+        reach = self.reach_bits([e.topics for e in examples])
         nodes = np.flatnonzero(reach[-1]) if rows is None else np.union1d(np.flatnonzero(reach[-2]), rows)
         marks = reach if self.per_question else [np.where(bits != 0, np.int64(-1), np.int64(0)) for bits in reach]
         places = Places(nodes, self.graph.num_nodes)
@@ -128,6 +129,14 @@ class Features:
         cosine = (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
         return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
                            [places.mask(bits) for bits in marks], entities, reach_bits=reach)
+
+    def reach_bits(self, topic_lists: list[list[int]]) -> list[np.ndarray]:
+        """The relational graph's ``reach_bits`` over ``hops`` steps, the last call's kept: a
+        training step asks for its batch's twice (its targets, then its inputs). Read only."""
+        key = tuple(tuple(int(t) for t in topics) for topics in topic_lists)
+        if self._last_reach is None or self._last_reach[0] != key:
+            self._last_reach = (key, self.relational.reach_bits(topic_lists, self.hops))
+        return self._last_reach[1]
 
     def subgraph(self, topics: list[int]) -> list[np.ndarray]:
         """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
@@ -141,7 +150,7 @@ class Features:
         out = []
         for lo in range(0, len(topic_lists), MAX_QUESTIONS):
             group = topic_lists[lo:lo + MAX_QUESTIONS]
-            bits = self.relational.reach_bits(group, self.hops)
+            bits = self.reach_bits(group)
             out += [[((b >> j) & 1).astype(np.bool_) for b in bits] for j in range(len(group))]
         return out
 
@@ -162,6 +171,22 @@ def targets(features: Features, examples: list[Example], places: Places,
 
 
 HARD, SAMPLED = 256, 384  # negatives per question and step: most like the question; uniform per hop depth
+
+
+def most_similar(nodes: np.ndarray, score: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the ``count`` sorted ``nodes`` of highest ``score``, ties to the smaller node; the
+    others, sorted): a partition and the tie at its edge, not a sort of every node."""
+    if len(nodes) <= count:
+        return np.sort(nodes), nodes[:0]
+    if count <= 0:
+        return nodes[:0], np.sort(nodes)
+    edge = np.partition(score, len(score) - count)[len(score) - count]  # the count-th highest
+    above = score > edge
+    tied = np.flatnonzero(score == edge)
+    tied = tied[np.argsort(nodes[tied], kind="stable")][:count - int(above.sum())]
+    chosen = above.copy()
+    chosen[tied] = True
+    return np.sort(nodes[chosen]), np.sort(nodes[~chosen])
 
 
 def sampled_targets(features: Features, examples: list[Example], cosine: np.ndarray, rng: np.random.Generator,
@@ -185,9 +210,7 @@ def sampled_targets(features: Features, examples: list[Example], cosine: np.ndar
         answer[e.answers] = True
         positives = members[answer[members]]
         negatives = members[~answer[members]]
-        order = np.lexsort((negatives, -cosine[negatives, j]))
-        top = np.sort(negatives[order[:hard]])
-        rest = np.sort(negatives[order[hard:]])
+        top, rest = most_similar(negatives, cosine[negatives, j], hard)
         strata = [(positives, 1.0), (topics, 1.0), (top, 1.0)]
         for depth in range(1, len(masks)):
             layer = rest[masks[depth][rest] & ~masks[depth - 1][rest]]
