@@ -402,11 +402,19 @@ class BatchInputs:
     inference computes them once for every question). ``reach_bits``: the same bits for every
     node of the graph, 0..hops steps (inference reads each question's subgraph from them)."""
 
-    def __init__(self, graph: RelationalGraph, places: Places, whole: WholeGraph, cosine: torch.Tensor,
+    def __init__(self, graph: RelationalGraph, places: Places, whole: WholeGraph, cosine,
                  query: torch.Tensor, topics: list[list[int]], reach: list[np.ndarray],
                  entities: torch.Tensor | None = None, reach_bits: list[np.ndarray] | None = None):
-        self.graph, self.places, self.whole, self.cosine = graph, places, whole, cosine
+        """``cosine``: places x B, or a function that computes it when first read (the
+        Bellman-Ford network never reads it)."""
+        self.graph, self.places, self.whole, self._cosine = graph, places, whole, cosine
         self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
         pairs = [(int(places.local_of[t]), j) for j, ts in enumerate(topics) for t in dict.fromkeys(ts)]
         self.topic_rows = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=query.device)
         self.topic_cols = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=query.device)
+
+    @property
+    def cosine(self) -> torch.Tensor:
+        if callable(self._cosine):
+            self._cosine = self._cosine()
+        return self._cosine

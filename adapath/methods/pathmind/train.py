@@ -126,7 +126,9 @@ class Features:
         places = Places(nodes, self.graph.num_nodes)
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        cosine = (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
+        def cosine():
+            return (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
+
         return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
                            [places.mask(bits) for bits in marks], entities, reach_bits=reach)
 
