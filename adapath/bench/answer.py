@@ -289,12 +289,11 @@ def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
 
 
 def main_real(args) -> None:
+    from adapath.bench.inputs import names
     from adapath.bench.result import report
     from adapath.retrieval.dense import make_encoder
 
-    scorers = args.scorers.split(",")
-    if any(s not in ("walk", "beam") for s in scorers):
-        raise SystemExit(f"--scorers {args.scorers!r}: choose from walk, beam")
+    scorers = names("--scorers", args.scorers, ("walk", "beam"))
     setup, queries, bank_size, test_size = real_setup(args)
     work, graph, bank, kg = setup.work, setup.graph, setup.bank, setup.graph_dir
     baseline = compare_revision(args.compare, kg, bank, queries, scorers, args) if args.compare else {}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapath.bench.inputs import inputs, parser, workdir
+from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import training_queries
@@ -263,11 +263,8 @@ def arguments():
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli = arguments()
-    args = cli.parse_args(argv)
-    chosen = set(args.parts.split(","))
-    if chosen - set(PARTS):
-        cli.error(f"--parts: unknown {','.join(sorted(chosen - set(PARTS)))}; choose of {','.join(PARTS)}")
+    args = arguments().parse_args(argv)
+    chosen = names("--parts", args.parts, PARTS)
     ctx, rows, line = Context(args), [], Line("gpu")
     for short, name in PARTS.items():
         clock = time.perf_counter()

@@ -56,6 +56,17 @@ def parser(doc: str, **defaults) -> argparse.ArgumentParser:
     return out
 
 
+def names(option: str, value: str, allowed) -> list[str]:
+    """The comma-separated names ``option`` was given; one not in ``allowed``: a one-line error."""
+    from adapath.errors import InputError
+
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in allowed]
+    if unknown:
+        raise InputError(f"{option}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
+    return chosen
+
+
 def workdir(path: Path | None, prefix: str) -> Path:
     work = path or Path(tempfile.mkdtemp(prefix=prefix))
     work.mkdir(parents=True, exist_ok=True)

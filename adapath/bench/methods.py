@@ -11,7 +11,7 @@ import re
 import time
 from pathlib import Path
 
-from adapath.bench.inputs import inputs, parser, smollm2, workdir
+from adapath.bench.inputs import inputs, names, parser, smollm2, workdir
 from adapath.bench.result import figure_tables, report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import query_from_record, records_query_set
@@ -193,10 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     test = inputs().questions(graph, max(args.test, args.real_test), seed=2, first_id=10**6)
     items = records_query_set(test).by_id()
     methods = all_methods()
-    chosen = [m.strip() for m in args.methods.split(",") if m.strip()] or list(methods)
-    unknown = sorted(set(chosen) - set(methods))
-    if unknown:
-        raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
+    chosen = names("--methods", args.methods, methods) or list(methods)
     needs = build_needs(graph, kg, work, train, args)
     line, out = Line("methods"), {}
 

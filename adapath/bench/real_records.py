@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, parser, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, names, parser, say
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record, records_query_set
 from adapath.methods.base import MethodContext
@@ -274,13 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     args = cli.parse_args(argv)
     if not args.records.is_file():
         cli.error(f"{args.records}: no such file (pass --records)")
-    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
-    if unknown:
-        cli.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
-    settings = args.graph.split(",")
-    unknown = [g for g in settings if g not in GRAPHS]
-    if unknown:
-        cli.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
+    names("--variants", args.variants, VARIANTS)
+    settings = names("--graph", args.graph, GRAPHS)
     bank_records, test = inputs().split(args.records, args.split)
     test = evenly_spaced(test, args.limit)
     levels = args.levels.split(",")
