@@ -101,8 +101,7 @@ def part_ppr(ctx: Context) -> str:
         engine.personalized(wide, wide_seeds)
         cupy.cuda.Device().synchronize()
         ms[name] = 1000 * (time.perf_counter() - clock) / width
-    # the same columns as pairs, as the bank asks for them: only rho and each pair's ranking
-    # come back to the host, not pi
+    # the same columns as pairs, as the bank asks: only rho and each pair's ranking come back, not pi
     half = width // 2
     fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out={})  # pinned buffers made
     out: dict = {}
@@ -136,8 +135,7 @@ def part_bank(ctx: Context) -> str:
              for device, subset, batch in (("cuda", records, gpu_batch), ("cpu", records[:args.cpu_queries], 32))}
     rates = {device: n / seconds for device, (_, seconds, _, n) in built.items()}
     runner, _, stages, n = built["cuda"]
-    # the GPU build's paths of the queries the CPU built too (costs differ in their last bits:
-    # the GPU's PPR sums in another order)
+    # the GPU build's paths of the queries the CPU built too (costs differ in their last bits)
     cpu = path_keys(ctx.work / "bank-cpu")
     gpu = [k for k in path_keys(ctx.work / "bank-cuda") if k[0] in {c[0] for c in cpu}]
     same = "identical" if gpu == cpu else f"DIFFERENT ({len(gpu)} rows against {len(cpu)})"

@@ -131,8 +131,8 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
 
 
 def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool = False) -> dict:
-    """One method over ``queries``: quality, calls, tokens, seconds per query. ``warm``: first
-    answer one question untimed with an instance and context of its own (kernels compiled)."""
+    """One method over ``queries``: quality, calls, tokens, seconds per query; ``warm``: one question
+    answered untimed first by an instance of its own (kernels compiled)."""
     from adapath.eval.metrics import micro_average
     from adapath.eval.report import record_scores
     from adapath.methods.run import answer_all
