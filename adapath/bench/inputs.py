@@ -56,14 +56,16 @@ def parser(doc: str, **defaults) -> argparse.ArgumentParser:
     return out
 
 
-def names(option: str, value: str, allowed) -> list[str]:
-    """The comma-separated names ``option`` was given; one not in ``allowed``: a one-line error."""
+def names(option: str, value: str, allowed, default=()) -> list[str]:
+    """The comma-separated names ``option`` was given (none: ``default``); one not in ``allowed``,
+    or none at all, is a one-line error (exit 2)."""
     from adapath.errors import InputError
 
-    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    chosen = [v.strip() for v in value.split(",") if v.strip()] or list(default)
     unknown = [v for v in chosen if v not in allowed]
-    if unknown:
-        raise InputError(f"{option}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
+    if unknown or not chosen:
+        raise InputError(f"{option} {value!r}: {'unknown ' + ', '.join(unknown) if unknown else 'none given'}; "
+                         f"choose from {', '.join(allowed)}")
     return chosen
 
 

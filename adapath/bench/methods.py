@@ -187,13 +187,13 @@ def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     from adapath.methods.registry import all_methods
 
+    methods = all_methods()
+    chosen = names("--methods", args.methods, methods, default=methods)
     work = workdir(args.workdir, "bench_methods_")
     graph, kg = inputs().graph(args.scale, 0)
     train = inputs().questions(graph, args.train, seed=1)
     test = inputs().questions(graph, max(args.test, args.real_test), seed=2, first_id=10**6)
     items = records_query_set(test).by_id()
-    methods = all_methods()
-    chosen = names("--methods", args.methods, methods) or list(methods)
     needs = build_needs(graph, kg, work, train, args)
     line, out = Line("methods"), {}
 

@@ -115,10 +115,7 @@ def collect_env_cmd(
     from adapath.bench.environment import as_text, collect_env
 
     env = collect_env()
-    if as_json:
-        print(json.dumps(env, indent=1))
-    else:
-        print(as_text(env))
+    print(json.dumps(env, indent=1) if as_json else as_text(env))
 
 
 def _add_benches() -> None:
