@@ -68,7 +68,6 @@ def clean(code: int | None, lines: list[str]) -> bool:
             and "Traceback" not in text and "SystemError" not in text)
 
 
-# ------------------------------------------------------------------ each command's output
 def bank_output(folder: Path):
     import pyarrow.parquet as pq
 

@@ -73,7 +73,6 @@ class Context:
         return kg, bank, self.work / "small-test.jsonl"
 
 
-# ---------------------------------------------------------------------------- the parts
 def part_ppr(ctx: Context) -> str:
     cuda_devices()
     import cupy

@@ -232,8 +232,7 @@ def run(args) -> dict:
         for count in [int(c) for c in args.generated.split(",")]:
             more = generated_records(graph, whole_half, count) if count else []
             path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
-            # the same model fine-tuned on the real records alone; for the real-only model, trained further
-            # the same way (the control: as many more epochs on the real records, without generated ones)
+            # then fine-tuned on the real records alone (for the real-only model: the control, as many more epochs)
             if args.curve_then_real:
                 curve_row(count, args.epochs, [], init=path)
     for name in [v for v in args.adapath.split(",") if v]:

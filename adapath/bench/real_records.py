@@ -163,7 +163,6 @@ def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[
     return answer_method(setup, split, name, "adapath", test, levels, VARIANTS[name], bank=True, batch=batch)
 
 
-# ---------------------------------------------------------------------------- extra metrics
 def ranked_recall(results, items) -> dict:
     """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""
     from adapath.eval.metrics import mean_reciprocal_rank, metapath_ranks, recall_at_k
