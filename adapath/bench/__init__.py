@@ -1,8 +1,7 @@
 """``adapath bench``: every benchmark a subcommand (a module of ``BENCHES`` with ``arguments()``
-and ``main(argv)``) over shared parts: ``inputs`` (the graph, questions, bank and split a bench
-names, built once under one cache folder), ``timing`` (warm-up, alternating rounds, progress
-line), ``environment`` (the machine), ``result`` (the result format, ``compare``, the tables),
-``runner`` (runs a bench, writes its result) and ``suite`` (runs a suite file)."""
+and ``main(argv)``) over shared parts: ``inputs`` (graph, questions, bank and split, built once
+under one cache folder), ``timing`` (warm-up, alternating rounds, progress line), ``environment``
+(the machine), ``result`` (the format, ``compare``, tables), ``runner``, ``suite``."""
 
 # name: (module, what it measures, in a line)
 BENCHES = {

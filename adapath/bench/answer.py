@@ -21,8 +21,8 @@ LEVELS = ("explicit", "implicit", "bare")
 
 
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
-    """Node embeddings as ``kg embed`` computes them (CPU, its default backend); the seconds
-    are kept beside the work folder so a rerun reports the one-time cost it measured."""
+    """Node embeddings as ``kg embed`` computes them (CPU); the seconds kept beside the work folder
+    (a rerun reports the one-time cost measured)."""
     from adapath.bench.inputs import inputs
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
@@ -118,9 +118,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def clock_stages(pipeline, levels) -> dict[str, float]:
-    """Wall seconds inside each stage of ``pipeline.answer`` from now on (inclusive of nested
-    stages). Class attributes are wrapped on the instance or module that calls them, so the
-    clock goes when the pipeline does; module functions stay wrapped (a bench process only)."""
+    """Wall seconds inside each stage of ``pipeline.answer`` from now on (nested stages included);
+    instances' attributes wrapped (gone with the pipeline), classes' and modules' for good."""
     from adapath.engine import traverse
     from adapath.methods import walk_scorer
 
@@ -194,8 +193,8 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
 
 
 def real_setup(args):
-    """bench real-records' planted graph, bank and node store (from the bench cache, or under
-    ``--work``); the test half's questions at every level, level by level as it answers them."""
+    """bench real-records' planted graph, bank and node store (the bench cache, or ``--work``); the
+    test half's questions at every level, level by level as it answers them."""
     from types import SimpleNamespace
 
     from adapath.bench.inputs import evenly_spaced, inputs
@@ -226,10 +225,9 @@ def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, params: dict, 
 
 
 def answer_child(job: Path) -> None:
-    """The --compare side: answer the job's questions with whatever adapath is importable
-    (the revision's tree on PYTHONPATH) and write rates and results. Reads only the stable
-    API: KnowledgeGraph.load, the method registry, Query, Result.to_json (Query imported from
-    methods.base, where every revision has it; adapath.contract is newer)."""
+    """The --compare side: the job's questions answered by the adapath on PYTHONPATH (the
+    revision's), rates and results written. Only the API every revision has: KnowledgeGraph.load,
+    the method registry, Result.to_json, methods.base's Query (adapath.contract is newer)."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.base import Query
 
@@ -247,8 +245,7 @@ def answer_child(job: Path) -> None:
 
 
 def compare_revision(rev: str, kg: Path, bank: Path, queries, scorers, args) -> dict:
-    """Answers with the code of git revision ``rev`` (its ``adapath`` package extracted to a
-    temporary folder, run in a child process)."""
+    """Answers by git revision ``rev``'s ``adapath`` (extracted to a temporary folder, run in a child)."""
     with tempfile.TemporaryDirectory(prefix="bench_answer_rev_") as tmp:
         tmp = Path(tmp)
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "adapath"], capture_output=True)
@@ -277,8 +274,8 @@ def same(a, b, rel: float) -> bool:
 
 
 def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
-    """Shares of (id, level) whose answer, whose paths and explored nodes, whose whole result
-    (every field, scores to 1e-5 relative) and whose whole result exactly equal the other side's."""
+    """Shares of (id, level) whose answer, paths and explored nodes, whole result (scores to 1e-5
+    relative) and whole result exactly equal the other side's."""
     by_key = {(r["id"], r["level"]): r for r in theirs}
     pairs = [(r, by_key.get((r["id"], r["level"]), {})) for r in ours]
     return {"answer": sum(r["answer"] == t.get("answer") for r, t in pairs) / len(pairs),
@@ -289,12 +286,11 @@ def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
 
 
 def main_real(args) -> None:
+    from adapath.bench.inputs import names
     from adapath.bench.result import report
     from adapath.retrieval.dense import make_encoder
 
-    scorers = args.scorers.split(",")
-    if any(s not in ("walk", "beam") for s in scorers):
-        raise SystemExit(f"--scorers {args.scorers!r}: choose from walk, beam")
+    scorers = names("--scorers", args.scorers, ("walk", "beam"))
     setup, queries, bank_size, test_size = real_setup(args)
     work, graph, bank, kg = setup.work, setup.graph, setup.bank, setup.graph_dir
     baseline = compare_revision(args.compare, kg, bank, queries, scorers, args) if args.compare else {}

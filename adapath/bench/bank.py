@@ -26,15 +26,13 @@ STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
 
 def reset_peak_rss() -> None:
-    """Start a new peak-RSS window (Linux: 5 in clear_refs resets VmHWM to the current RSS);
-    where the kernel does not allow it, the peak stays the process's."""
+    """A new peak-RSS window (5 in clear_refs resets VmHWM); else the peak stays the process's."""
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
 
 
 def rss_mib(field: str = "VmHWM") -> float:
-    """The process's resident memory in MiB: its peak since the last ``reset_peak_rss`` (else
-    since the start), or ``VmRSS``, now."""
+    """Resident MiB: the peak since ``reset_peak_rss`` (else since the start), or ``VmRSS`` now."""
     value = proc_field("/proc/self/status", field)
     if value is None:  # no /proc: the process's peak, and no current figure
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if field == "VmHWM" else 0.0
@@ -113,10 +111,8 @@ def reference_pipeline(graph, queries, config):
 
 
 def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
-    """(runner, seconds, stage seconds) of one fresh build after an untimed build of ``warm``
-    queries (default: one batch; kernels compiled; the executor keeps the runner, whose PPR work
-    arrays start the timed build mapped, as in a long build); ``pipeline`` as ``LocalExecutor``
-    takes it."""
+    """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm`` queries
+    (default: a batch): kernels compiled, the kept runner's PPR arrays mapped, as in a long build."""
     import shutil
 
     from adapath.bank.build import build_bank
@@ -267,9 +263,8 @@ def jaccard_top(rhos_a, rhos_b, k) -> float:
 
 
 def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
-    """Pairs/s of the per-pair stage (``BatchRunner.paths``: corridors, paths, rows) at each
-    thread count, on the same batches solved once (exact solve); the best of ``--rounds``
-    rounds, the thread counts alternating. Returns the JSON part."""
+    """Pairs/s of the per-pair stage (``BatchRunner.paths``) at each thread count on the same
+    batches solved once (exact), the best of ``--rounds`` alternating rounds: the JSON part."""
     import numba
 
     from adapath.bank.build import plan_batches
@@ -367,13 +362,10 @@ def main(argv: list[str] | None = None) -> None:
     n_ours, n_ref = len(single), len(reference_queries)
     both = solves(config, args)
     certified = both["certified"]
-    # per side, the largest over rounds of its own peak window (where the kernel cannot reset it,
-    # the process's) and of its peak above the RSS it started at
-    peak, growth = {}, {}
+    peak, growth = {}, {}  # per side, the largest over rounds: its peak, and its peak above its start
 
     def side(name, measure):
-        """One round of a side, with its peak memory; ours clock their own build (after an
-        untimed build of one batch), the reference its stages."""
+        """One round of a side with its peak memory; ours clock their build, the reference its stages."""
         def run():
             reset_peak_rss()
             start = rss_mib("VmRSS")

@@ -1,25 +1,16 @@
 """Ctrl-C at random instants into the long commands: each must end with one line and exit 130,
 keep nothing half-written, and its rerun must resume to the output an uninterrupted run gives.
 
-On a generated graph: generate training and test questions, run each command once without an
-interrupt (the reference output, and its wall time T), then TRIES times start it, send SIGINT
-at a uniformly random instant in [0.5 s, T], and rerun the same command to completion (T: a second
-uninterrupted run, once the first compiled the kernels and filled the graph's caches; a try the
-command outran shortens it and does not count):
-
-- ``bank build`` (batches of 4): the rerun resumes; its paths equal the reference bank's.
-- ``answer`` (AdaPath, batches of 4): the rerun resumes; its result lines equal the reference's
-  (LLM usage aside).
-- ``answer --method pathmind`` (batches of 4), with the reference's PathMind model.
-- ``pathmind train`` (batches of 4): nothing is written; the rerun's weights equal the
-  reference model's.
-
-Numba runs 2 threads (NUMBA_NUM_THREADS=2). A try where the command ended before the signal
-was sent, or finished its work and exited 0 as the signal came, counts apart (finished first).
-Before 0.5 s the interpreter itself may still be starting, before any of adapath's code runs: a
-Ctrl-C there is Python's own (a two-line traceback, killed by SIGINT). The table: per command, tries, clean (exit 130, the
-last stderr line `adapath: interrupted...`, no traceback), resumed to the same output, and
-finished first.
+On a generated graph, each command runs twice uninterrupted (the reference output; T, the second
+run's wall time, once the first compiled the kernels and filled the graph's caches), then TRIES
+times: SIGINT at a uniformly random instant in [0.5 s, T] (before 0.5 s Python itself may still
+be starting: its own two-line traceback), then a rerun to completion. Batches of 4,
+NUMBA_NUM_THREADS=2: ``bank`` (the rerun's paths equal the reference bank's), ``answer`` (AdaPath;
+result lines equal, LLM usage aside), ``pathmind-answer`` (with the reference's PathMind model),
+``pathmind-train`` (nothing written; the rerun's weights equal the reference model's). A try the
+command outran (it ended, or exited 0 as the signal came) counts apart, finished first, and
+shortens T. The table: per command, tries, clean (exit 130, the last stderr line `adapath:
+interrupted...`, no traceback), resumed to the same output, and finished first.
 """
 
 from __future__ import annotations
@@ -34,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from adapath.bench.inputs import names, parser
 
 COMMANDS = ("bank", "answer", "pathmind-answer", "pathmind-train")
 
@@ -75,7 +68,6 @@ def clean(code: int | None, lines: list[str]) -> bool:
             and "Traceback" not in text and "SystemError" not in text)
 
 
-# ------------------------------------------------------------------ each command's output
 def bank_output(folder: Path):
     import pyarrow.parquet as pq
 
@@ -106,8 +98,6 @@ def strays(folder: Path) -> list[str]:
 
 
 def arguments():
-    from adapath.bench.inputs import parser
-
     out = parser(__doc__, scale=0.05, seed=0)
     out.add_argument("--tries", type=int, default=20, help="interrupted tries per command")
     out.add_argument("--train", type=int, default=120, help="generated training questions")
@@ -119,10 +109,7 @@ def arguments():
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-    commands = args.commands.split(",")
-    unknown = set(commands) - set(COMMANDS)
-    if unknown:
-        sys.exit(f"--commands: unknown {sorted(unknown)}; choose from {', '.join(COMMANDS)}")
+    commands = names("--commands", args.commands, COMMANDS)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-ctrl-c-"))
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
@@ -132,27 +119,19 @@ def main(argv: list[str] | None = None) -> None:
     run(cli("dataset", "generate", "--kg", kg, "--n", args.test, "--seed", 2, "--first-id", 100000, "--out", test))
     tries = work / "tries"
 
-    def bank_args(out):
-        return cli("bank", "build", "--kg", kg, "--queries", f"biostrat:{train}", "--batch", 4, "--workers", 2,
-                   "--out", out)
+    def line_for(*args):
+        return lambda out: cli(*args, "--out", out)
 
-    def answer_args(out):
-        return cli("answer", "--kg", kg, "--bank", work / "bank", "--queries", f"biostrat:{test}", "--level", "all",
-                   "--encoder", "hashing", "--batch", 4, "--out", out)
-
-    def pathmind_answer_args(out):
-        return cli("answer", "--method", "pathmind", "--kg", kg, "--model", work / "model", "--queries",
-                   f"biostrat:{test}", "--level", "all", "--batch", 4, "--out", out)
-
-    def train_args(out):
-        return cli("pathmind", "train", "--kg", kg, "--queries", f"biostrat:{train}", "--encoder", "hashing",
-                   "--epochs", 2, "--batch", 4, "--threads", 2, "--out", out)
-
-    plan = {  # command -> (arguments for an output, the output's name, its reading)
-        "bank": (bank_args, "bank", bank_output),
-        "answer": (answer_args, "answers.jsonl", answers_output),
-        "pathmind-answer": (pathmind_answer_args, "pathmind.jsonl", answers_output),
-        "pathmind-train": (train_args, "model", model_output),
+    plan = {  # command -> (its command line for an output, the output's name, its reading)
+        "bank": (line_for("bank", "build", "--kg", kg, "--queries", f"biostrat:{train}", "--batch", 4,
+                          "--workers", 2), "bank", bank_output),
+        "answer": (line_for("answer", "--kg", kg, "--bank", work / "bank", "--queries", f"biostrat:{test}",
+                            "--level", "all", "--encoder", "hashing", "--batch", 4), "answers.jsonl", answers_output),
+        "pathmind-answer": (line_for("answer", "--method", "pathmind", "--kg", kg, "--model", work / "model",
+                                     "--queries", f"biostrat:{test}", "--level", "all", "--batch", 4),
+                            "pathmind.jsonl", answers_output),
+        "pathmind-train": (line_for("pathmind", "train", "--kg", kg, "--queries", f"biostrat:{train}", "--encoder",
+                                    "hashing", "--epochs", 2, "--batch", 4, "--threads", 2), "model", model_output),
     }
     needed = {"answer": ["bank"], "pathmind-answer": ["pathmind-train"]}
     references = {}

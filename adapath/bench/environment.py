@@ -121,11 +121,8 @@ def as_text(env: dict) -> str:
              f"platform: {env['platform']}, Python {env['python']}, adapath {env['adapath']}",
              f"CPU: {env['cpu']['model']}, {env['cpu']['cores']} cores ({env['cpu']['usable_cores']} usable)",
              f"memory: {env['memory_gib']} GiB"]
-    if env["gpu"]:
-        lines += [f"GPU {i}: {g['model']}, driver {g['driver']}, {g['memory_mib']:,} MiB"
-                  for i, g in enumerate(env["gpu"])]
-    else:
-        lines.append("GPU: none")
+    lines += [f"GPU {i}: {g['model']}, driver {g['driver']}, {g['memory_mib']:,} MiB"
+              for i, g in enumerate(env["gpu"] or [])] or ["GPU: none"]
     t = env["threads"]
     set_vars = ", ".join(f"{k}={v}" for k, v in t["variables"].items() if v is not None) or "none set"
     lines.append(f"threads: numba {t['numba']}, torch {t['torch'] if t['torch'] is not None else 'not loaded'}; "

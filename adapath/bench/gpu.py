@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapath.bench.inputs import inputs, parser, workdir
+from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import training_queries
@@ -73,7 +73,6 @@ class Context:
         return kg, bank, self.work / "small-test.jsonl"
 
 
-# ---------------------------------------------------------------------------- the parts
 def part_ppr(ctx: Context) -> str:
     cuda_devices()
     import cupy
@@ -101,8 +100,7 @@ def part_ppr(ctx: Context) -> str:
         engine.personalized(wide, wide_seeds)
         cupy.cuda.Device().synchronize()
         ms[name] = 1000 * (time.perf_counter() - clock) / width
-    # the same columns as pairs, as the bank asks for them: only rho and each pair's ranking
-    # come back to the host, not pi
+    # the same columns as pairs, as the bank asks: only rho and each pair's ranking come back, not pi
     half = width // 2
     fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out={})  # pinned buffers made
     out: dict = {}
@@ -136,8 +134,7 @@ def part_bank(ctx: Context) -> str:
              for device, subset, batch in (("cuda", records, gpu_batch), ("cpu", records[:args.cpu_queries], 32))}
     rates = {device: n / seconds for device, (_, seconds, _, n) in built.items()}
     runner, _, stages, n = built["cuda"]
-    # the GPU build's paths of the queries the CPU built too (costs differ in their last bits:
-    # the GPU's PPR sums in another order)
+    # the GPU build's paths of the queries the CPU built too (costs differ in their last bits)
     cpu = path_keys(ctx.work / "bank-cpu")
     gpu = [k for k in path_keys(ctx.work / "bank-cuda") if k[0] in {c[0] for c in cpu}]
     same = "identical" if gpu == cpu else f"DIFFERENT ({len(gpu)} rows against {len(cpu)})"
@@ -263,11 +260,8 @@ def arguments():
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli = arguments()
-    args = cli.parse_args(argv)
-    chosen = set(args.parts.split(","))
-    if chosen - set(PARTS):
-        cli.error(f"--parts: unknown {','.join(sorted(chosen - set(PARTS)))}; choose of {','.join(PARTS)}")
+    args = arguments().parse_args(argv)
+    chosen = names("--parts", args.parts, PARTS)
     ctx, rows, line = Context(args), [], Line("gpu")
     for short, name in PARTS.items():
         clock = time.perf_counter()

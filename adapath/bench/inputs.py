@@ -56,6 +56,19 @@ def parser(doc: str, **defaults) -> argparse.ArgumentParser:
     return out
 
 
+def names(option: str, value: str, allowed, default=()) -> list[str]:
+    """The comma-separated names ``option`` was given (none: ``default``); one not in ``allowed``,
+    or none at all, is a one-line error (exit 2)."""
+    from adapath.errors import InputError
+
+    chosen = [v.strip() for v in value.split(",") if v.strip()] or list(default)
+    unknown = [v for v in chosen if v not in allowed]
+    if unknown or not chosen:
+        raise InputError(f"{option} {value!r}: {'unknown ' + ', '.join(unknown) if unknown else 'none given'}; "
+                         f"choose from {', '.join(allowed)}")
+    return chosen
+
+
 def workdir(path: Path | None, prefix: str) -> Path:
     work = path or Path(tempfile.mkdtemp(prefix=prefix))
     work.mkdir(parents=True, exist_ok=True)
@@ -91,10 +104,9 @@ class Inputs:
 
     def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
               folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
-        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once: on
-        ``base``'s graph (an ``adapath.sources.xref.Base``) where given, with ``competitors``
-        rivals per evidence record (``bench real-records``' settings). ``folder``: a work
-        folder's own place instead (``--work``), reused while ``recipe`` kept beside it holds;
+        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once, on ``base``
+        (an ``adapath.sources.xref.Base``) with ``competitors`` rivals per record where given.
+        ``folder``: a ``--work`` folder's own place, reused while ``recipe`` beside it holds;
         ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
@@ -173,10 +185,9 @@ class Inputs:
         return folder
 
     def node_store(self, graph, graph_dir: Path, encoder, chunk: int = 2048, on_progress=None) -> tuple[Path, dict]:
-        """(folder, header) of the graph's node-embedding store for ``encoder`` (what `adapath kg
-        embed` writes), resumed where unfinished; a finished store of a sibling graph with the
-        same node texts (a setting and its +competitors one: rivals are linked, not added) is
-        copied instead of computed."""
+        """(folder, header) of the graph's node-embedding store for ``encoder`` (as `kg embed`
+        writes it), resumed where unfinished, or copied from a sibling graph's finished store
+        with the same node texts (a setting and its +competitors one: rivals linked, not added)."""
         import shutil
 
         from adapath.retrieval import node_store as ns
@@ -202,8 +213,8 @@ class Inputs:
         return path, expect
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
-        """(bank half, test half) of real records by a fixed seed; ``inner`` halves the bank
-        half again (tuning without looking at the test half). The key is recorded."""
+        """(bank half, test half) of real records by a fixed seed (recorded); ``inner`` halves the
+        bank half again (tuning without looking at the test half)."""
         from adapath.datasets.biostrat import load_records
 
         self._place("split", {"records": source_checksum(records_path), "split": split})

@@ -35,25 +35,21 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
     fine = {}
     for r in PRIMEKG_RELATIONS:
         fine[(r.display, r.x_type, r.y_type)] = fine[(r.display, r.y_type, r.x_type)] = r.relation
-    types = np.array(graph.type_names, dtype=object)
-    src = graph.src
-    names = graph.names
+    types, display_names = np.array(graph.type_names, dtype=object), np.array(graph.relation_names, dtype=object)
     with pacsv.CSVWriter(path, pa.schema([(c, pa.string()) if "index" not in c else (c, pa.int64())
                                           for c in PRIMEKG_COLUMNS])) as writer:
         for lo in range(0, graph.num_half_edges, chunk):
             hi = min(lo + chunk, graph.num_half_edges)
-            x, y = src[lo:hi], graph.indices[lo:hi]
-            rel = graph.rel[lo:hi]
+            x, y, display = graph.src[lo:hi], graph.indices[lo:hi], display_names[graph.rel[lo:hi]]
             xt, yt = types[graph.node_type[x]], types[graph.node_type[y]]
-            display = np.array(graph.relation_names, dtype=object)[rel]
             relation = [fine.get((d, a, b), d) for d, a, b in zip(display, xt, yt)]
             xid, yid = graph.node_id[x], graph.node_id[y]
             table = pa.table({
                 "relation": relation, "display_relation": display.tolist(),
                 "x_index": xid, "x_id": xid.astype(str).tolist(), "x_type": xt.tolist(),
-                "x_name": names.take(pa.array(x)), "x_source": ["SYNTH"] * (hi - lo),
+                "x_name": graph.names.take(pa.array(x)), "x_source": ["SYNTH"] * (hi - lo),
                 "y_index": yid, "y_id": yid.astype(str).tolist(), "y_type": yt.tolist(),
-                "y_name": names.take(pa.array(y)), "y_source": ["SYNTH"] * (hi - lo),
+                "y_name": graph.names.take(pa.array(y)), "y_source": ["SYNTH"] * (hi - lo),
             })
             writer.write_table(table)
 

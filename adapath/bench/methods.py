@@ -11,7 +11,7 @@ import re
 import time
 from pathlib import Path
 
-from adapath.bench.inputs import inputs, parser, smollm2, workdir
+from adapath.bench.inputs import inputs, names, parser, smollm2, workdir
 from adapath.bench.result import figure_tables, report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import query_from_record, records_query_set
@@ -131,8 +131,8 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
 
 
 def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool = False) -> dict:
-    """One method over ``queries``: quality, calls, tokens, seconds per query. ``warm``: first
-    answer one question untimed with an instance and context of its own (kernels compiled)."""
+    """One method over ``queries``: quality, calls, tokens, seconds per query; ``warm``: one question
+    answered untimed first by an instance of its own (kernels compiled)."""
     from adapath.eval.metrics import micro_average
     from adapath.eval.report import record_scores
     from adapath.methods.run import answer_all
@@ -187,16 +187,13 @@ def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     from adapath.methods.registry import all_methods
 
+    methods = all_methods()
+    chosen = names("--methods", args.methods, methods, default=methods)
     work = workdir(args.workdir, "bench_methods_")
     graph, kg = inputs().graph(args.scale, 0)
     train = inputs().questions(graph, args.train, seed=1)
     test = inputs().questions(graph, max(args.test, args.real_test), seed=2, first_id=10**6)
     items = records_query_set(test).by_id()
-    methods = all_methods()
-    chosen = [m.strip() for m in args.methods.split(",") if m.strip()] or list(methods)
-    unknown = sorted(set(chosen) - set(methods))
-    if unknown:
-        raise SystemExit(f"unknown method(s): {', '.join(unknown)}; registered: {', '.join(methods)}")
     needs = build_needs(graph, kg, work, train, args)
     line, out = Line("methods"), {}
 

@@ -1,23 +1,19 @@
 """PathMind's priority networks side by side on a small generated graph: what `pathmind train`
 with no options learns, against its named variants.
 
-The graph is `kg synth --scale S` (seed 0); the questions `dataset generate --hops 1,2` (seed
-0), the first ``--train`` for training (a fifth of them validating, as `pathmind train` splits),
-the next ``--test`` answered at the explicit level without an LLM. Each model trains with the
-default epochs and early stopping from the same seed, after an untimed epoch on 16 questions
-that compiles its network's kernels (and an untimed answering of 8). Figures: strict extractive exact match
-(the answer set's first entity), the answer set's Hits@1 / Hits@3, the best validation Hits@1,
-training and answering questions per second, and per question and step the entities propagated
-from and the edges propagated along (A*Net's count; unpruned: every visited entity and its
-edges). ``--walk-model DIR`` prints instead how much of a model's priority input the log of the
-walk count explains: the diagnosis of the literal walk algebra.
-
-Models: ``default`` (no options: the neural Bellman-Ford, additive message, pruned, with each
-reached entity's evidence and the softmax loss), ``paper`` (``--loss bce --no-entity-text``: the
-paper's recipe on that network), ``unpruned`` (``--nodes 0``), ``mul`` (``--message mul``),
-``walk`` (``--network walk --loss bce``: the paper's formula as literal walk algebra, the default
-before), ``nbfnet`` (the walk variant that learned), ``bce``, ``adversarial`` (``--loss``),
-``no-text`` (``--no-entity-text``), ``nodesN`` (``--nodes N``).
+`kg synth --scale S` (seed 0), `dataset generate --hops 1,2` (seed 0): the first ``--train``
+questions train (a fifth validating, as `pathmind train` splits), the next ``--test`` are answered
+at the explicit level without an LLM. Each model trains with the default epochs and early stopping
+from the same seed, after an untimed epoch on 16 questions and answering of 8 (kernels compiled).
+Figures: strict extractive EM, the answer set's Hits@1 / Hits@3, the best validation Hits@1,
+training and answering questions/s, and per step the entities propagated from and the edges along
+(A*Net's count; unpruned: every visited entity and its edges). ``--walk-model DIR`` prints instead
+how much of a model's priority input the log of the walk count explains (the walk algebra's
+diagnosis). Models: ``default`` (neural Bellman-Ford, additive message, pruned, each reached
+entity's evidence, softmax loss), ``paper`` (``--loss bce --no-entity-text``), ``unpruned``
+(``--nodes 0``), ``mul`` (``--message mul``), ``walk`` (``--network walk --loss bce``: the paper's
+formula as literal walk algebra, the default before), ``nbfnet`` (the walk variant that learned),
+``bce``, ``adversarial`` (``--loss``), ``no-text`` (``--no-entity-text``), ``nodesN``.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import parser
+from adapath.bench.inputs import names, parser
 from adapath.bench.pathmind_models import MODELS, model_settings
 
 
@@ -161,14 +157,11 @@ def arguments():
 def main(argv: list[str] | None = None) -> None:
     from adapath.bench.result import report
 
-    parser_ = arguments()
-    args = parser_.parse_args(argv)
+    args = arguments().parse_args(argv)
     where = (f"kg synth --scale {args.scale} (seed 0); {args.train} training / {args.test} answered questions of "
              f"{args.hops} hops; encoder {args.encoder}; {args.threads} thread(s)")
     if args.walk_model:
         report(args, walk_volume(args), f"walk count against the priority's input: {where}")
         return
-    for name in args.models.split(","):
-        if name not in MODELS:
-            parser_.error(f"--models: {name!r} is not one of {', '.join(MODELS)}")
+    names("--models", args.models, MODELS)
     report(args, run(args), f"PathMind's priority networks: {where}")

@@ -31,10 +31,9 @@ def model_dir(work: Path, split: str, config, generated: int = 0, train_records:
 
 def prepare_model(setup, split: str, records, config, generated: list[dict] = (), subset: int = 0,
                   init: Path | None = None) -> tuple[Path, list]:
-    """The trained priority (kept in ``work``), and its training record (epochs, s/epoch).
-    ``generated``: records that only train, beside the real ones (which alone validate);
-    ``subset``: ``records`` is that many of the bank half (named in the folder); ``init``: a
-    trained model to start from (the folder is named after it)."""
+    """The trained priority (kept in ``work``) and its training record. ``generated``: records that
+    only train, beside the real ones (which alone validate); ``subset``: ``records`` is that many
+    of the bank half; ``init``: a trained model to start from (both named in the folder)."""
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
@@ -61,9 +60,8 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:
-    """``count`` questions generated on the graph (describing their answer, as BioStrat-QA's
-    do; every template, 1 to 3 hops), none sharing a (topic, answer) pair with a test record
-    (checked again on the records read back from the bench cache)."""
+    """``count`` generated questions describing their answer (as BioStrat-QA's do), none sharing
+    a (topic, answer) pair with a test record (checked again on those read from the bench cache)."""
     from adapath.datasets.generate import topic_answer_pairs
 
     held = topic_answer_pairs(test)
@@ -100,8 +98,7 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
     return {str(h): round(100 * float(np.mean(v)), 1) for h, v in sorted(kept.items())}
 
 
-# the paper's ablations answered as `--param prioritize=...` of the first model, and the
-# unlearned orders
+# the paper's ablations as `--param prioritize=...` of the first model, and the unlearned orders
 ABLATIONS = ("readout", "cumulative", "future", "nearest", "random")
 
 FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "a rival: answer's type and depth",
@@ -109,10 +106,9 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
 
 
 def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
-    """Why a question's K selected entities miss every valid answer (by node id), per hop count:
-    counts of misses in each of ``FAILURES``, checked in that order. Depth is the hop distance
-    from the nearest topic; a rival is a selected entity of an answer's type at the nearest
-    answer's depth."""
+    """Per hop count, why a question's K selected entities miss every valid answer: misses by the
+    first of ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected
+    entity of an answer's type at the nearest answer's depth)."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)
@@ -224,8 +220,8 @@ def run(args) -> dict:
         out["curve"] = []
 
         def curve_row(count: int, epochs: int, more: list[dict], init: Path | None = None) -> Path:
-            """Trains (or reads back) one model of the curve, answers the test questions with
-            it and adds its row; ``init``: the model it is fine-tuned from."""
+            """One curve model trained (or read back) and answering, its row added; ``init``: the
+            model it is fine-tuned from."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
             summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
@@ -236,8 +232,7 @@ def run(args) -> dict:
         for count in [int(c) for c in args.generated.split(",")]:
             more = generated_records(graph, whole_half, count) if count else []
             path = curve_row(count, args.curve_epochs if count and args.curve_epochs else args.epochs, more)
-            # the same model fine-tuned on the real records alone; for the real-only model, trained further
-            # the same way (the control: as many more epochs on the real records, without generated ones)
+            # then fine-tuned on the real records alone (for the real-only model: the control, as many more epochs)
             if args.curve_then_real:
                 curve_row(count, args.epochs, [], init=path)
     for name in [v for v in args.adapath.split(",") if v]:

@@ -29,9 +29,8 @@ LOSSES = ("format", "wrong pick among the K", "answer outside the K")
 
 
 def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int, seed: int):
-    """(training questions as (record, level), validation records): ``val`` seeded records
-    of the bank half held out; ``train`` questions drawn (seeded, without replacement) from
-    the other records x ``levels``, in the bank's order."""
+    """(training (record, level) pairs, validation records): ``val`` seeded records held out,
+    ``train`` questions drawn (seeded, no replacement) from the others x ``levels``, in order."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(bank_records))
     held = set(order[:val].tolist())
@@ -115,10 +114,9 @@ def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict
 
 
 def losses_table(graph, query_set, extractive: list, full: list, levels: list[str]) -> dict:
-    """Question by question, where the Full reasoner's Hits@1 parts from the extractive set's:
-    per level, its misses by cause (``LOSSES``, checked in that order): no braces (the
-    reader's fall-back answered), a valid answer among the K selected entities but the
-    reasoner's first item not one, no valid answer among the K."""
+    """Per level, where the Full reasoner's Hits@1 parts from the extractive set's, and its misses
+    by the first of ``LOSSES``: no braces (the fall-back answered), a valid answer among the K
+    but the reasoner's first item not one, no valid answer among the K."""
     from adapath.eval.metrics import normalize
     from adapath.eval.scoring import record_scores
 

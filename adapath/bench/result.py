@@ -64,8 +64,7 @@ def flatten(value, prefix: str = "") -> dict[str, float]:
 
 # ---------------------------------------------------------------- compare
 def environment_flags(envs: list[dict]) -> list[str]:
-    """Where the runs' machines differ in a way that moves a figure: another machine (CPU,
-    cores, memory, GPU) or another thread count."""
+    """Where the runs' machines differ in a way that moves a figure: CPU, cores, memory, GPU, threads."""
     def differ(label, values):
         shown = [str(v) for v in values]
         return [] if len(set(shown)) == 1 else [f"{label} differs: " + " | ".join(shown)]
@@ -135,9 +134,8 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 
 
 def figure_tables(figures, prefix: str = "") -> list[str]:
-    """The figures as markdown tables: scalars in one table, a dict of dicts of scalars as a
-    matrix, a list of rows with a column per field (a dict field a column per key), any other
-    dict as its own tables."""
+    """The figures as markdown tables: scalars in one, a dict of dicts of scalars a matrix, a list
+    of rows a column per field (a dict field a column per key), any other dict its own tables."""
     lines, scalars = [], []
     items = figures.items() if isinstance(figures, dict) else [("rows", figures)]
     for key, value in items:

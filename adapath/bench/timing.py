@@ -79,8 +79,8 @@ class Line:
 
 
 def timed_build(graph, queries, out, config, warm: int = 4, **options) -> tuple[float, Any]:
-    """(seconds, progress) of a Path-Bank build of ``queries`` into ``out``, after an untimed
-    build of the first ``warm`` with the same settings, which compiles the Numba kernels."""
+    """(seconds, progress) of a Path-Bank build of ``queries`` into ``out`` after an untimed build
+    of the first ``warm`` (the Numba kernels compiled)."""
     from adapath.bank.build import build_bank
 
     build_bank(graph, queries[:warm], out.with_name(out.name + "-warm-up"), config, force=True, **options)

@@ -13,11 +13,6 @@ import typer
 
 from adapath.cli.common import command_group
 
-SAVE_RESULT_HELP = "Write the result JSON (figures, settings, machine) to this file."
-RESULT_DIR_HELP = ("Write the result JSON into this folder as NAME-DATE-COMMIT.json (default: results/ in the "
-                   "bench cache).")
-CACHE_HELP = ("The bench cache: graphs, questions and banks by what they are made of, reused by every bench "
-              "(default: ADAPATH_BENCH_CACHE, else ~/.cache/adapath/bench).")
 COMMON = ("save_result", "result_dir", "cache")
 
 
@@ -37,14 +32,13 @@ def parameter_of(action: argparse.Action) -> inspect.Parameter:
     return inspect.Parameter(action.dest, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
 
 
-COMMON_PARAMETERS = [
-    inspect.Parameter("save_result", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                      default=typer.Option(None, "--save-result", help=SAVE_RESULT_HELP)),
-    inspect.Parameter("result_dir", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                      default=typer.Option(None, "--result-dir", help=RESULT_DIR_HELP)),
-    inspect.Parameter("cache", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                      default=typer.Option(None, "--cache", help=CACHE_HELP)),
-]
+COMMON_PARAMETERS = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
+                                       default=typer.Option(None, option, help=text)) for name, option, text in (
+    ("save_result", "--save-result", "Write the result JSON (figures, settings, machine) to this file."),
+    ("result_dir", "--result-dir", "Write the result JSON into this folder as NAME-DATE-COMMIT.json (default: "
+                                   "results/ in the bench cache)."),
+    ("cache", "--cache", "The bench cache: graphs, questions and banks by what they are made of, reused by every "
+                         "bench (default: ADAPATH_BENCH_CACHE, else ~/.cache/adapath/bench)."))]
 
 
 def bench_command(name: str):
@@ -121,12 +115,7 @@ def collect_env_cmd(
     from adapath.bench.environment import as_text, collect_env
 
     env = collect_env()
-    if as_json:
-        print(json.dumps(env, indent=1))
-    else:
-        print(as_text(env))
-
-
+    print(json.dumps(env, indent=1) if as_json else as_text(env))
 
 
 def _add_benches() -> None:
