@@ -107,7 +107,8 @@ def reference_selection(adjacency: list[list[int]], priority, inside, topics, k,
                     reached[v] = seed
         if not reached:
             break
-        key = (lambda v: ahead(v, rounds - t)) if rule == "lookahead" else (lambda v: priority[v])
+        def key(v, left=rounds - t):
+            return ahead(v, left) if rule == "lookahead" else priority[v]
         best = sorted(reached, key=lambda v: (-key(v), -priority[v], v))[:k]
         for v in best:
             parent[v] = reached[v]

@@ -126,6 +126,7 @@ class Features:
         places = Places(nodes, self.graph.num_nodes)
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
         unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+
         def cosine():
             return (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
 
