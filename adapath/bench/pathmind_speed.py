@@ -130,7 +130,7 @@ def arguments():
 
     out = parser(__doc__, scale=0.2, encoder="hashing", records=None)
     out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
-    out.add_argument("--models", default="paper,nbfnet", help="pathmind --real's training options (names or "
+    out.add_argument("--models", default="default,walk", help="pathmind --real's training options (names or "
                      "key=value+key=value)")
     out.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
     out.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
