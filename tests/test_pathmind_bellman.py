@@ -30,13 +30,20 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
 
 
 def network(message: str, nodes: int = 0, degree_ratio: float = 0.0, hops: int = 3, seed: int = 0,
-            entity_text: bool = False):
+            entity_text: bool = False, answer_type: bool = False, answer_text: bool = False):
     torch.manual_seed(seed)
     net = BellmanFordNet(num_types=2, num_codes=2 * 3, query_dim=QUERY_DIM, text_dim=QUERY_DIM, hidden=HIDDEN, hops=hops,
-                         message=message, nodes=nodes, degree_ratio=degree_ratio, entity_text=entity_text).double()
-    if entity_text:
-        with torch.no_grad():
+                         message=message, nodes=nodes, degree_ratio=degree_ratio, entity_text=entity_text,
+                         answer_type=answer_type, answer_text=answer_text).double()
+    with torch.no_grad():
+        if entity_text:
             net.cosine_weight.normal_()
+        if answer_type:  # zero at the start of training: random here, so that it shows
+            net.type_prior.weight.normal_()
+            net.type_prior.bias.normal_()
+        if answer_text:
+            net.text_weight.weight.normal_()
+            net.text_weight.bias.normal_()
     return net
 
 
@@ -44,7 +51,9 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
     """The network written out node by node from the edge list: per step each question's
     visited entities (or the ``nodes`` of highest priority, ties by the smaller index) send
     sigma(s) x (+ or *) r along every step of the walk list; an entity reached sums them and
-    its boundary and updates x <- x + ReLU(LN(W [sigma(s) x, sum])). Logits per node and question."""
+    its boundary and updates x <- x + ReLU(LN(W [sigma(s) x, sum])). Logits per node and question,
+    with the answer-type prior's logit for the node's type and the text's weighted cosine to
+    the question where the network reads them."""
     q = net.query(inputs.query)
     n, batch = len(TYPES), q.shape[0]
     steps = walk_steps()
@@ -83,15 +92,25 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
                 new[v] = x[v] + torch.relu(net.norm[t](net.combine[t](torch.cat([x_in, total + boundary[v]]))))
             x = new
             visited |= set(sums)
-        out.append(torch.stack([score(x[v]) for v in range(n)]))
+        prior = net.type_prior(q[j]) if net.answer_type else torch.zeros(2, dtype=q.dtype)
+        logits = []
+        for v in range(n):
+            logit = score(x[v]) + prior[TYPES[v]]
+            if net.answer_text:
+                text, question = inputs.whole.text[v], inputs.query[j]
+                logit = logit + torch.dot(text, question) / (text.norm() * question.norm()) * net.text_weight(q[j])[0]
+            logits.append(logit)
+        out.append(torch.stack(logits))
     return torch.stack(out, dim=1)
 
 
-@pytest.mark.parametrize("message, entity_text", [("add", False), ("mul", False), ("add", True)])
+@pytest.mark.parametrize("message, entity_text, answer", [("add", False, ""), ("mul", False, ""), ("add", True, ""),
+                                                         ("add", True, "type"), ("mul", False, "type+text")])
 @pytest.mark.parametrize("pruned", [None, 1, 2])
-def test_steps_match_a_dense_message_passing_and_its_gradients(message, entity_text, pruned):
+def test_steps_match_a_dense_message_passing_and_its_gradients(message, entity_text, answer, pruned):
     inputs = hand_inputs([[0, 2], [4]])
-    net = network(message, nodes=pruned or 0, entity_text=entity_text)
+    net = network(message, nodes=pruned or 0, entity_text=entity_text, answer_type="type" in answer,
+                  answer_text="text" in answer)
     got = net(inputs).logits
     want = dense_forward(net, inputs, pruned)
     assert torch.allclose(got, want, rtol=1e-9, atol=1e-9)
@@ -117,12 +136,13 @@ def test_some_rows_alone_give_those_rows_scores():
         assert torch.allclose(net(inputs, rows).logits, whole[rows], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("message", ["add", "mul"])
-def test_pruning_with_every_entity_gives_the_unpruned_scores(message):
+@pytest.mark.parametrize("message, answer", [("add", False), ("mul", False), ("add", True)])
+def test_pruning_with_every_entity_gives_the_unpruned_scores(message, answer):
     inputs = hand_inputs([[0], [3, 4], [1]])
-    unpruned = network(message)(inputs).logits
+    unpruned = network(message, answer_type=answer, answer_text=answer)(inputs).logits
     for ratio in (0.0, 100.0):
-        pruned = network(message, nodes=len(TYPES), degree_ratio=ratio)(inputs).logits
+        pruned = network(message, nodes=len(TYPES), degree_ratio=ratio, answer_type=answer,
+                         answer_text=answer)(inputs).logits
         assert torch.allclose(pruned, unpruned, rtol=1e-10, atol=1e-12)
     # and fewer entities change them
     assert not torch.allclose(network(message, nodes=1)(inputs).logits, unpruned)

@@ -12,7 +12,8 @@ MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
           "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
           "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}
+          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128},
+          "answer-type": {"answer_type": True}, "answer-text": {"answer_type": True, "answer_text": True}}
 
 
 def model_settings(name: str) -> dict:
@@ -22,5 +23,15 @@ def model_settings(name: str) -> dict:
     out = {}
     for pair in name.split("+"):
         key, _, value = pair.partition("=")
-        out[key] = int(value) if value.isdigit() else value
+        out[key] = number(value)
     return out
+
+
+def number(value: str):
+    """``value`` as an int, else a float, else the text itself (``degree_ratio=2.5``)."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value

@@ -66,6 +66,8 @@ def pathmind_train(
     nodes: int = setting_option(TrainConfig, "nodes"),
     degree_ratio: float = setting_option(TrainConfig, "degree_ratio"),
     entity_text: bool = setting_option(TrainConfig, "entity_text"),
+    answer_type: bool = setting_option(TrainConfig, "answer_type"),
+    answer_text: bool = setting_option(TrainConfig, "answer_text"),
     init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
                                      "weights (same settings): fine-tune on real records a model trained with "
                                      "generated questions, for example."),
@@ -96,7 +98,8 @@ def pathmind_train(
     config = TrainConfig(epochs=epochs, hops=hops, seed=seed, encoder=encoder, batch=batch, reading=reading,
                          select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers,
                          network=network, message=message, nodes=nodes, degree_ratio=degree_ratio,
-                         entity_text=entity_text)
+                         entity_text=entity_text, answer_type=answer_type,
+                         answer_text=answer_text)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")

@@ -128,7 +128,9 @@ _DEVIATIONS = (
     "misses without it)",
     "named training options beside the default: --message mul (DistMult, NBFNet's default message), --nodes 0 "
     "(no pruning), --no-entity-text, --loss bce (the paper's), --loss adversarial (NBFNet's), --loss balanced "
-    "(positives weighted by negatives / positives); --network walk, the formula as literal walk algebra, with "
+    "(positives weighted by negatives / positives), --answer-type and --answer-text (the readout adds a logit "
+    "per entity type read from the question, and the entity text's cosine to the question weighted per "
+    "question; the pruning's priority reads neither: not in the paper, NBFNet or A*Net); --network walk, the formula as literal walk algebra, with "
     "its legacy variants --cost product (the sum over walks of the product of triple representations), --entity "
     "gate (no message passing: type and text read against the question), --readout layers (d after each step "
     "side by side), --reading scalar and --gnn-layers (each of --cost, --entity, --readout and --reading other "

@@ -89,7 +89,7 @@ class BellmanFordNet(nn.Module):
 
     def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
                  hops: int = 3, message: str = "add", nodes: int = 0, degree_ratio: float = 1.0,
-                 entity_text: bool = False):
+                 entity_text: bool = False, answer_type: bool = False, answer_text: bool = False):
         super().__init__()
         if message not in MESSAGES:
             raise ValueError(f"message {message!r}: choose {', '.join(MESSAGES)}")
@@ -98,8 +98,12 @@ class BellmanFordNet(nn.Module):
                        "message": message, "nodes": nodes, "degree_ratio": degree_ratio}
         if entity_text:  # recorded only when on: the models without it keep their settings
             self.config["entity_text"] = True
+        for name, on in (("answer_type", answer_type), ("answer_text", answer_text)):
+            if on:
+                self.config[name] = True
         self.hidden, self.hops, self.message, self.num_codes = hidden, hops, message, num_codes
         self.nodes, self.degree_ratio, self.entity_text = nodes, degree_ratio, entity_text
+        self.answer_type, self.answer_text = answer_type, answer_text
         self.query = nn.Linear(query_dim, hidden)
         self.relations = nn.ModuleList(nn.Linear(hidden, num_codes * hidden) for _ in range(hops))
         self.combine = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(hops))
@@ -112,6 +116,14 @@ class BellmanFordNet(nn.Module):
         self.text = nn.Linear(text_dim, hidden, bias=False)
         if entity_text:  # the entity's own evidence, read against the question: cosine's weight per channel
             self.cosine_weight = nn.Parameter(torch.zeros(hidden))
+        if answer_type:  # the readout's answer-type prior: one logit per entity type read from the question
+            self.type_prior = nn.Linear(hidden, num_types)
+            nn.init.zeros_(self.type_prior.weight)
+            nn.init.zeros_(self.type_prior.bias)
+        if answer_text:  # the readout's text match: the entity text's cosine to the question, a weight per question
+            self.text_weight = nn.Linear(hidden, 1)
+            nn.init.zeros_(self.text_weight.weight)
+            nn.init.zeros_(self.text_weight.bias)
         self.probes = nn.ModuleDict({"readout": mlp(2 * hidden, hidden, 1), "cumulative": mlp(hidden, hidden, 1),
                                      "future": mlp(hidden, hidden, 1)})
         self.visits: list[tuple[float, float]] = []  # per step of the last forward: entities, edges per question
@@ -127,6 +139,22 @@ class BellmanFordNet(nn.Module):
     def _score(self, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The priority logits s = MLP(d + f([d, q'])) of states ``x``."""
         return self.priority(x + self.future_cost(x, q)).squeeze(-1)
+
+    def readout_prior(self, inputs, q: torch.Tensor, nodes: np.ndarray) -> torch.Tensor | None:
+        """What the readout adds to the priority of ``nodes`` per question (nodes x B), not the
+        priority that prunes: ``--answer-type``'s logit for the node's type, ``--answer-text``'s
+        weight times its text's cosine to the question; None when both are off."""
+        if not (self.answer_type or self.answer_text):
+            return None
+        index = torch.as_tensor(nodes, device=q.device)
+        prior = 0
+        if self.answer_type:
+            prior = self.type_prior(q).index_select(1, inputs.whole.node_type.index_select(0, index)).T
+        if self.answer_text:
+            # the whole graph's cosines, then the rows wanted: no copy of the nodes' text rows
+            query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+            prior = prior + (inputs.whole.unit_text @ query.T).index_select(0, index) * self.text_weight(q).T
+        return prior
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
         """A question-free representation of ``nodes``: type embedding + text projection."""
@@ -226,7 +254,9 @@ class BellmanFordNet(nn.Module):
             received = (y[..., -1:] > 0).to(x.dtype)  # an entity no message reached keeps its state
             x = x + received * self.update(t, x_in, aggregate + boundary)
             self.visits.append(visited(own, graph, places, batch))
-        return self._score(x, q[None]), x
+        logits = self._score(x, q[None])
+        prior = self.readout_prior(inputs, q, places.nodes if rows is None else places.nodes[rows.cpu().numpy()])
+        return (logits if prior is None else logits + prior), x
 
     def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
         """A*Net's pruned propagation over each question's visited entities, kept sparse:
@@ -308,6 +338,9 @@ class BellmanFordNet(nn.Module):
         logits = unseen[None, :].expand(n, batch).index_put(
             (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
             s[torch.as_tensor(np.flatnonzero(inside), device=device)])
+        prior = self.readout_prior(inputs, q, places.nodes)
+        if prior is not None:  # every place, reached or not, as the unpruned readout
+            logits = logits + prior
         if not dense:
             return (logits if rows is None else logits.index_select(0, rows)), None
         d = x.new_zeros(n, batch, hidden).index_put(

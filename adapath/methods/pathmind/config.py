@@ -76,6 +76,12 @@ class TrainConfig:
                                       "it aggregates: its type and text read against the question, and its "
                                       "text's cosine to it (the paper's triple representation reads the entity "
                                       "reached; NBFNet's message does not). --no-entity-text leaves it out.")
+    answer_type: bool = setting(False, "The Bellman-Ford network's readout adds a logit per entity type read from "
+                                       "the question (an answer-type prior; not in the paper, NBFNet or A*Net); "
+                                       "the pruning's priority does not read it.")
+    answer_text: bool = setting(False, "The Bellman-Ford network's readout adds each entity text's cosine to the "
+                                       "question, weighted per question (not in the paper, NBFNet or A*Net); the "
+                                       "pruning's priority does not read it.")
 
     def __post_init__(self):
         # the walk algebra's options name the walk network (its legacy variants keep their commands)
@@ -83,6 +89,7 @@ class TrainConfig:
             self.network = "walk"
         if self.network == "walk":  # the evidence term belongs to the Bellman-Ford network
             self.entity_text = False
+            self.answer_type = self.answer_text = False
 
     def check(self) -> None:
         """One line for the first setting out of range, named as its option."""

@@ -89,6 +89,14 @@ class WholeGraph:
         self.every = np.ones(graph.num_nodes, dtype=np.bool_)
         degree = np.diff(graph.indptr).astype(np.float32)
         self.inverse_degree = torch.from_numpy(1.0 / np.maximum(degree, 1.0)).to(text.device)
+        self._unit_text = None
+
+    @property
+    def unit_text(self) -> torch.Tensor:
+        """Every node's text embedding scaled to length one (computed when first read)."""
+        if self._unit_text is None:
+            self._unit_text = self.text / self.text.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        return self._unit_text
 
 
 TEXT_COMPONENTS = 64  # the GNN's text input: the node text's leading principal components

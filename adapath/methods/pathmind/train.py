@@ -314,7 +314,8 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
     if config.network == "bellman-ford":
         model = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
                                hidden=config.hidden, hops=config.hops, message=config.message, nodes=config.nodes,
-                               degree_ratio=config.degree_ratio, entity_text=config.entity_text)
+                               degree_ratio=config.degree_ratio, entity_text=config.entity_text,
+                               answer_type=config.answer_type, answer_text=config.answer_text)
     else:
         model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
                             hidden=config.hidden, hops=config.hops, reading=config.reading,
