@@ -58,11 +58,20 @@ class Example:
     query: np.ndarray  # the question's embedding
 
 
+ENCODE_CHUNK = 1024
+
+
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
                   with_answers: bool = True) -> list[Example]:
-    """One example per BioStrat-QA record at one question level."""
+    """One example per BioStrat-QA record at one question level (progress shown from
+    ``ENCODE_CHUNK`` questions on: tens of thousands of generated ones take minutes)."""
     texts = [query_text(r, level) for r in records]
-    vectors = encoder.encode(texts)
+    with Progress(len(texts), f"encoding {level} questions", "questions", quiet=len(texts) <= ENCODE_CHUNK) as bar:
+        parts = []
+        for lo in range(0, len(texts), ENCODE_CHUNK):
+            parts.append(np.asarray(encoder.encode(texts[lo:lo + ENCODE_CHUNK]), dtype=np.float32))
+            bar.advance(len(parts[-1]))
+    vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
     out = []
     for record, text, vector in zip(records, texts, vectors):
         topics = graph.index_of([int(k) for k in record["topic_entities"]]).tolist()
