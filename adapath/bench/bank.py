@@ -11,11 +11,13 @@ import dataclasses
 import gc
 import os
 import resource
+import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
+from adapath.bank.config import BankConfig
 from adapath.bench.environment import proc_field
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
@@ -40,7 +42,7 @@ def rss_mib(field: str = "VmHWM") -> float:
 
 
 def reference_pipeline(graph, queries, config):
-    """Per-query pipeline with materialized weights and igraph; returns (seconds, rho list)."""
+    """(seconds by stage, rho per query) of a per-query pipeline: materialized weights, igraph."""
     import bm25s
     import igraph
 
@@ -110,18 +112,20 @@ def reference_pipeline(graph, queries, config):
     return seconds, rhos
 
 
-def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
-    """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm`` queries
-    (default: a batch): kernels compiled, the kept runner's PPR arrays mapped, as in a long build."""
-    import shutil
+def graph_text(graph, kg_dir, config):
+    from adapath.retrieval.bm25 import GraphText
 
+    return GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+
+
+def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
+    """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm``."""
     from adapath.bank.build import build_bank
     from adapath.executors import LocalExecutor
-    from adapath.retrieval.bm25 import GraphText
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     executor = LocalExecutor(threads=os.cpu_count() or 1, pipeline=pipeline)
     build_bank(graph, queries[:warm or config.batch], workdir / f"{name}-warmup", config, executor, text=text)
     executor.worker.runner.ppr.device_seconds.clear()  # the timed build's own
@@ -146,8 +150,7 @@ def path_agreement(exact: Path, other: Path) -> float:
 
 
 def our_rhos(runner, queries, ladder=None, slack=0.0):
-    """rho of our batched PPR for the reference queries (same text, topic, answer); with a
-    ladder, the certified solve."""
+    """rho of our batched PPR for the reference queries; with a ladder, the certified solve."""
     from adapath.bank.build import query_pairs
     from adapath.engine.weights import query_weights
 
@@ -178,8 +181,6 @@ class Recording:
 
 def recorded_build(graph, queries, config, executor, out, text):
     """(seconds, Recording) of one fresh build."""
-    import shutil
-
     from adapath.bank.build import build_bank
 
     shutil.rmtree(out, ignore_errors=True)
@@ -198,10 +199,9 @@ def scaling(args, graph, kg_dir, queries, config, work):
     from adapath.bank.worker import bank_worker_spec
     from adapath.executors import LocalExecutor, arrays_nbytes
     from adapath.executors.ray import RayExecutor
-    from adapath.retrieval.bm25 import GraphText
 
     counts = [int(v) for v in args.workers.split(",")]
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     n = len(queries)
     # warm-up: one small batch per worker (worker start-up, kernel loading)
     warm, warm_config = queries[: 2 * max(counts)], dataclasses.replace(config, batch=2)
@@ -263,16 +263,14 @@ def jaccard_top(rhos_a, rhos_b, k) -> float:
 
 
 def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
-    """Pairs/s of the per-pair stage (``BatchRunner.paths``) at each thread count on the same
-    batches solved once (exact), the best of ``--rounds`` alternating rounds: the JSON part."""
+    """Pairs/s of ``BatchRunner.paths`` by thread count on the same solved batches."""
     import numba
 
     from adapath.bank.build import plan_batches
     from adapath.bank.runner import STAGES, BatchRunner, PairStageTime
-    from adapath.retrieval.bm25 import GraphText
 
     counts = sorted({1, *(int(v) for v in args.threads.split(","))})
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     solver = BatchRunner(graph, text, config, threads=max(counts))
     seconds = dict.fromkeys(STAGES, 0.0)
     solved = [solver.solve(batch.pairs, seconds) for batch in plan_batches(graph, queries, config.level, config.batch)]
@@ -304,28 +302,27 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
 
 
 def arguments():
-    out = parser(__doc__, scale=1.0, seed=0, rounds=3, workdir=None)
-    add = out.add_argument
-    add("--queries", type=int, default=256, help="generated training queries built by ours")
-    add("--reference-queries", type=int, default=12, help="of those, run by the reference")
-    add("--batch", type=int, default=32, help="queries per batch on the CPU")
-    add("--gpu-batch", default="64", help="queries per batch on the GPU (pipelined: the next batch is solved "
-        "while this one's corridors run); auto: from the device's free memory")
-    add("--threads", default="", help="thread counts for the per-pair stage's scaling table, e.g. 1,2")
-    add("--pair-stage-only", action="store_true", help="with --threads: only the per-pair stage's scaling table")
-    add("--pipeline", action="store_true", help="pipeline the CPU builds too (the GPU builds always are)")
-    add("--tol", type=float, default=1e-8, help="PPR tolerance of the exact solve")
-    add("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
-    add("--certified-precision", choices=("float32", "float16"), default="float32",
-        help="certified solve: --dense-precision (the exact side stays float32)")
-    add("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
-    add("--curve-queries", type=int, default=64, help="queries per scale of the curve")
-    add("--executor", choices=("local", "ray"), default="local",
-        help="ray: queries/s of Ray workers next to the local executor (no reference)")
-    add("--workers", default="1,2", help="with --executor ray: worker counts to run")
-    add("--project-nodes", default="1,2,4,8,16", help="with --executor ray: node counts of the projected table")
-    add("--cores-per-node", type=int, default=32, help="with --executor ray: workers per node in the projection")
-    return out
+    return parser(__doc__, {
+        "queries": (256, "generated training queries built by ours"),
+        "reference-queries": (12, "of those, run by the reference"),
+        "batch": (32, "queries per batch on the CPU"),
+        "gpu-batch": ("64", "queries per batch on the GPU (pipelined: the next batch is solved "
+                      "while this one's corridors run); auto: from the device's free memory"),
+        "threads": ("", "thread counts for the per-pair stage's scaling table, e.g. 1,2"),
+        "pair-stage-only": (False, "with --threads: only the per-pair stage's scaling table"),
+        "pipeline": (False, "pipeline the CPU builds too (the GPU builds always are)"),
+        "tol": (1e-8, "PPR tolerance of the exact solve"),
+        "slack": (0.0, "certified solve: --certify-slack"),
+        "certified-precision": ("float32", "certified solve: --dense-precision (the exact side "
+                                "stays float32)", {"choices": ("float32", "float16")}),
+        "curve": ("", "scales for the cost curve, e.g. 0.2,0.5,1.0,2.0"),
+        "curve-queries": (64, "queries per scale of the curve"),
+        "executor": ("local", "ray: queries/s of Ray workers next to the local executor (no "
+                     "reference)", {"choices": ("local", "ray")}),
+        "workers": ("1,2", "with --executor ray: worker counts to run"),
+        "project-nodes": ("1,2,4,8,16", "with --executor ray: node counts of the projected table"),
+        "cores-per-node": (32, "with --executor ray: workers per node in the projection"),
+    }, scale=1.0, seed=0, rounds=3, workdir=None)
 
 
 def solves(config, args) -> dict:
@@ -333,18 +330,21 @@ def solves(config, args) -> dict:
                                                               dense_precision=args.certified_precision)}
 
 
+def generated_queries(graph, count: int, seed: int) -> tuple[list, list]:
+    """(training queries generated on ``graph``, those with one topic)."""
+    queries = training_queries(inputs().questions(graph, count, seed + 1))
+    return queries, [q for q in queries if len(q.topic_ids) == 1]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     load_at_start = round(os.getloadavg()[0], 1)
-
-    from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
-    from adapath.retrieval.bm25 import GraphText
+    from adapath.bench.gpu import Skip, cuda_devices
 
     work = workdir(args.workdir, "bench_bank_")
     graph, kg_dir = inputs().graph(args.scale, args.seed)
-    queries = training_queries(inputs().questions(graph, args.queries, args.seed + 1))
-    single = [q for q in queries if len(q.topic_ids) == 1]
+    queries, single = generated_queries(graph, args.queries, args.seed)
     config = BankConfig(batch=args.batch, tol=args.tol)
     if args.executor == "ray":
         return scaling(args, graph, kg_dir, queries, config, work)
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
     # ours warm up inside each round (an untimed build of one batch); igraph has no kernel to compile
     rounds = alternate(sides, args.rounds, warm=dict.fromkeys(sides), line=Line("bank"))
     ref_rhos = rounds.values["reference"][-1][1]
-    runner = BatchRunner(graph, GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b), config)
+    runner = BatchRunner(graph, graph_text(graph, kg_dir, config), config)
     exact_rhos = our_rhos(runner, reference_queries)
     cert_runner = BatchRunner(graph, runner.text, certified)
     cert_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder, slack=args.slack)
@@ -419,10 +419,8 @@ def main(argv: list[str] | None = None) -> None:
         **scaling_result,
     }
     try:  # the GPU, when CuPy and a device are present
-        import cupy
-
-        has_gpu = cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: the same answer
+        has_gpu = cuda_devices() > 0
+    except Skip:
         has_gpu = False
     if has_gpu:
         from adapath.engine.ppr import device_batch, free_device_bytes
@@ -450,13 +448,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def scale_curve(args, work):
     """ms/query of the exact and the certified build at each scale (no reference)."""
-    from adapath.bank.build import BankConfig
-
     rows = {}
     for scale in [float(v) for v in args.curve.split(",")]:
         graph, kg_dir = inputs().graph(scale, args.seed)
-        queries = [q for q in training_queries(inputs().questions(graph, args.curve_queries, args.seed + 1))
-                   if len(q.topic_ids) == 1]
+        queries = generated_queries(graph, args.curve_queries, args.seed)[1]
         config = BankConfig(batch=args.batch, tol=args.tol)
         got, runners = {}, {}
         for name, cfg in solves(config, args).items():

@@ -75,8 +75,7 @@ def version(distributions: tuple[str, ...]) -> str | None:
 
 
 def threads() -> dict:
-    """Numba's thread count (as configured), torch's (where this process imported torch), and
-    the variables that set them."""
+    """Numba's and torch's thread counts (torch's where imported), and their variables."""
     numba = sys.modules.get("numba")
     if numba is None and version(("numba",)):
         import numba

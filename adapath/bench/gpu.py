@@ -193,8 +193,7 @@ def part_embedding(ctx: Context) -> str:
 
 
 def write_tiny_llama(folder: Path, texts: list[str]) -> float:
-    """A randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on
-    ``texts`` and a plain chat template; returns its size in MB."""
+    """A random 2-layer Llama, its BPE tokenizer trained on ``texts``; its size in MB."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast

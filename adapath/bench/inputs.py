@@ -47,18 +47,28 @@ def add_common(out, **defaults) -> None:
         out.add_argument("--" + name.replace("_", "-"), default=default, **COMMON[name])
 
 
-def parser(doc: str, **defaults) -> argparse.ArgumentParser:
+def add_options(out, options: dict) -> None:
+    """A bench's own options by name: (default, help) or (default, help, more argparse
+    settings); the type is the default's (a bool: a flag)."""
+    for name, (default, text, *more) in options.items():
+        kind = next((t for t in (bool, int, float, Path) if isinstance(default, t)), None)
+        settings = {"action": "store_true"} if kind is bool else {"type": kind} if kind else {}
+        settings |= more[0] if more else {}
+        out.add_argument("--" + name, default=default, help=text, **settings)
+
+
+def parser(doc: str, options: dict | None = None, **defaults) -> argparse.ArgumentParser:
     """A bench's parser: its docstring's first paragraph, the common options it names (with
-    their defaults) and ``--json`` (where the runner takes the figures)."""
+    their defaults), ``--json`` (where the runner takes the figures) and its own ``options``."""
     out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
     add_common(out, **defaults)
     out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    add_options(out, options or {})
     return out
 
 
 def names(option: str, value: str, allowed, default=()) -> list[str]:
-    """The comma-separated names ``option`` was given (none: ``default``); one not in ``allowed``,
-    or none at all, is a one-line error (exit 2)."""
+    """The comma-separated names given (none: ``default``), each of ``allowed`` (else exit 2)."""
     from adapath.errors import InputError
 
     chosen = [v.strip() for v in value.split(",") if v.strip()] or list(default)
@@ -81,14 +91,14 @@ def cache_root() -> Path:
     return Path(os.environ.get(ENV) or user_cache_root() / "bench")
 
 
-def key_of(request: dict) -> str:
+def key_of(request, size: int = 8) -> str:
+    """The blake2b of ``request`` as sorted JSON, in ``size`` bytes (a folder's name)."""
     text = json.dumps(request, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(text.encode(), digest_size=size).hexdigest()
 
 
 class Inputs:
-    """Builds or reuses the inputs under ``root``; ``built`` counts what this instance built
-    (by kind) and ``used`` lists every input's folder name, for the result's record."""
+    """Builds or reuses the inputs under ``root``; ``built`` and ``used`` for the result."""
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root is not None else cache_root()
@@ -144,8 +154,7 @@ class Inputs:
 
     def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3),
                   **options) -> list[dict]:
-        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON); ``options``
-        as ``QueryGenerator.generate`` takes them (``phrasing``; ``exclude``: (topic, answer) pairs)."""
+        """``count`` questions generated with ``seed`` (``options``: ``generate``'s)."""
         from adapath.datasets.generate import QueryGenerator
         from adapath.fsutil import atomic_file
 
@@ -163,8 +172,7 @@ class Inputs:
 
     def bank(self, graph, graph_dir: Path, records: list[dict], config=None, folder: Path | None = None,
              on_progress=None) -> Path:
-        """The Path-Bank of ``records`` (training questions) on ``graph`` with ``config``
-        (``folder``: a work folder's own place instead; an unfinished one is resumed)."""
+        """The Path-Bank of ``records`` on ``graph`` (``folder``: a work folder's, resumed)."""
         import dataclasses
 
         from adapath.bank.build import BankConfig, build_bank
@@ -172,10 +180,9 @@ class Inputs:
         from adapath.datasets.biostrat import training_queries
 
         config = config or BankConfig()
-        questions = hashlib.blake2b(json.dumps(records, sort_keys=True).encode(), digest_size=16).hexdigest()
         if folder is None:
-            folder = self._place("bank", {"graph": graph.checksum(), "questions": questions,
-                                          "config": dataclasses.asdict(config)})
+            request = {"graph": graph.checksum(), "questions": key_of(records, 16)}
+            folder = self._place("bank", request | {"config": dataclasses.asdict(config)})
         else:
             self.used.append(str(folder))
         if not (BankStore(folder).read_manifest() or {}).get("complete"):
@@ -213,8 +220,7 @@ class Inputs:
         return path, expect
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
-        """(bank half, test half) of real records by a fixed seed (recorded); ``inner`` halves the
-        bank half again (tuning without looking at the test half)."""
+        """(bank half, test half) of real records by a fixed seed; ``inner``: the bank half's."""
         from adapath.datasets.biostrat import load_records
 
         self._place("split", {"records": source_checksum(records_path), "split": split})
@@ -232,8 +238,7 @@ class Inputs:
 
 
 def evenly_spaced(items: list, count: int) -> list:
-    """``count`` of ``items`` evenly spaced, first and last included (all when ``count`` is 0
-    or at least their number), so every template group keeps its share."""
+    """``count`` of ``items`` evenly spaced, ends included (all where ``count`` is 0)."""
     if not count or count >= len(items):
         return list(items)
     return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]

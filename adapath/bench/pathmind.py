@@ -19,8 +19,7 @@ from adapath.llm import ScriptedBackend
 
 
 def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
-    """(graph, records, encoder, training examples, features) of ``count`` questions generated
-    at ``scale``; the features are what training reads before its first epoch."""
+    """(graph, records, encoder, examples, features) of ``count`` questions at ``scale``."""
     from adapath.methods.pathmind.train import Features, make_examples
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 

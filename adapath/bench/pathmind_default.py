@@ -1,20 +1,9 @@
 """PathMind's priority networks side by side on a small generated graph: what `pathmind train`
-with no options learns, against its named variants.
-
-`kg synth --scale S` (seed 0), `dataset generate --hops 1,2` (seed 0): the first ``--train``
-questions train (a fifth validating, as `pathmind train` splits), the next ``--test`` are answered
-at the explicit level without an LLM. Each model trains with the default epochs and early stopping
-from the same seed, after an untimed epoch on 16 questions and answering of 8 (kernels compiled).
-Figures: strict extractive EM, the answer set's Hits@1 / Hits@3, the best validation Hits@1,
-training and answering questions/s, and per step the entities propagated from and the edges along
-(A*Net's count; unpruned: every visited entity and its edges). ``--walk-model DIR`` prints instead
-how much of a model's priority input the log of the walk count explains (the walk algebra's
-diagnosis). Models: ``default`` (neural Bellman-Ford, additive message, pruned, each reached
-entity's evidence, softmax loss), ``paper`` (``--loss bce --no-entity-text``), ``unpruned``
-(``--nodes 0``), ``mul`` (``--message mul``), ``walk`` (``--network walk --loss bce``: the paper's
-formula as literal walk algebra, the default before), ``nbfnet`` (the walk variant that learned),
-``bce``, ``adversarial`` (``--loss``), ``no-text`` (``--no-entity-text``), ``nodesN``.
-"""
+with no options learns, against its named variants (``--models``: names of ``pathmind_models``).
+Each trains from the same seed after an untimed epoch on 16 questions and answering of 8 (kernels
+compiled). Figures: strict EM, answer-set Hits@1/3, best validation Hits@1, training and answering
+questions/s, entities and edges per step. ``--walk-model DIR`` prints instead how much of a model's
+priority input the log of the walk count explains (docs/benchmarks/bench_pathmind_default.md)."""
 
 from __future__ import annotations
 
@@ -100,10 +89,9 @@ def run(args) -> list[dict]:
 
 
 def walk_volume(args) -> dict:
-    """Over each answered question's 3-hop ball (topics left out; for the Bellman-Ford network,
-    the entities its search reached): the R^2, channel by channel, of the priority's input
-    (d~ = sign(d) log(1 + |d|) for the walk network, the state for the Bellman-Ford one) against
-    the log of the number of walks of 1 to 3 steps from the topics."""
+    """R^2, channel by channel over each answered question's 3-hop ball (topics left out), of the
+    priority's input (walk network: signed log of d; Bellman-Ford: the state, where its search
+    reached) against the log of the number of walks of 1 to 3 steps from the topics."""
     import scipy.sparse as sp
     import torch
 

@@ -220,8 +220,7 @@ def run(args) -> dict:
         out["curve"] = []
 
         def curve_row(count: int, epochs: int, more: list[dict], init: Path | None = None) -> Path:
-            """One curve model trained (or read back) and answering, its row added; ``init``: the
-            model it is fine-tuned from."""
+            """One curve model trained (``init``: fine-tuned from it) and answering; its row."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
             summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))

@@ -21,8 +21,7 @@ SETTINGS = ("before", "after", "cuda")
 
 
 def prepare(args, folder: Path) -> tuple[str, str]:
-    """The graph folder and a JSONL of the questions every setting reads: with ``--kg`` the
-    records' test half, else a generated graph and questions from the bench cache."""
+    """The graph folder and the questions' JSONL (``--kg``: the records' test half)."""
     from adapath.bench.inputs import inputs
 
     if args.kg:

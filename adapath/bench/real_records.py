@@ -62,8 +62,7 @@ def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, dise
 
 
 def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, backend: str = "auto"):
-    """One graph setting's graph, bank and node store from the bench cache, or with ``--work`` in
-    that folder as it always kept them (reused as it is); ``work``: answers, reports, models."""
+    """A graph setting's graph, bank and node store (the bench cache, or ``--work``)."""
     import hashlib
 
     from adapath.retrieval.dense import make_encoder, resolve_backend

@@ -38,8 +38,7 @@ def random_from_shape(shape: Path, out: Path) -> Path:
 
 
 def rows(n: int, seed: int = 1) -> list[dict]:
-    """SFT rows in ``pathmind reasoner-data``'s format, from generated questions: the reasoning
-    prompt over the question's own path, the answer in braces."""
+    """SFT rows (``pathmind reasoner-data``'s format) over generated questions' own paths."""
     from adapath.llm.prompts import answer_set
 
     graph, _ = inputs().graph(0.01, 0)

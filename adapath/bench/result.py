@@ -81,8 +81,7 @@ def environment_flags(envs: list[dict]) -> list[str]:
 
 
 def compare(results: list[dict], names: list[str]) -> str:
-    """The table ``adapath bench compare`` prints: every figure of the first run that the
-    others have too, each run's value and its ratio to the first's; flags first."""
+    """``bench compare``'s table: each shared figure per run and its ratio to the first run's."""
     if len(results) < 2:
         raise InputError("compare needs two result files or more")
     benches = {r["bench"] for r in results}
@@ -166,16 +165,14 @@ def figure_tables(figures, prefix: str = "") -> list[str]:
 
 
 def report(args, figures, title: str) -> None:
-    """A bench's end: its title and figures printed as the docs show them, and the figures
-    written to ``--json`` (the runner's record)."""
+    """A bench's end: its title and figure tables printed, the figures written to ``--json``."""
     print(title + "\n" + "\n".join(figure_tables(figures)).lstrip("\n"), flush=True)
     if getattr(args, "json", None):
         args.json.write_text(json.dumps(figures, indent=2))
 
 
 def markdown(result: dict) -> str:
-    """A result as its docs page shows it: the tables, then the machine, the commit, the date
-    and the command that reruns it."""
+    """A result as its docs page shows it: tables, machine, commit, date, rerun command."""
     env = result["environment"]
     sha = (env["commit"] or "unknown")[:10]
     lines = figure_tables(result["figures"])

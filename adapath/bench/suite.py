@@ -87,8 +87,7 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
 
 
 def install_wheels(folder: Path, site: Path) -> None:
-    """Install every wheel in ``folder`` into ``site`` (those that do not fit this Python are
-    skipped, named)."""
+    """Install the wheels of ``folder`` into ``site`` (one not for this Python skipped)."""
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                "--no-cache-dir", "--upgrade", "--target", str(site)]
     for wheel in sorted(folder.glob("*.whl")):

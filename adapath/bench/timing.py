@@ -79,8 +79,7 @@ class Line:
 
 
 def timed_build(graph, queries, out, config, warm: int = 4, **options) -> tuple[float, Any]:
-    """(seconds, progress) of a Path-Bank build of ``queries`` into ``out`` after an untimed build
-    of the first ``warm`` (the Numba kernels compiled)."""
+    """(seconds, progress) of a build after an untimed one of the first ``warm`` queries."""
     from adapath.bank.build import build_bank
 
     build_bank(graph, queries[:warm], out.with_name(out.name + "-warm-up"), config, force=True, **options)

@@ -42,8 +42,7 @@ COMMON_PARAMETERS = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, ann
 
 
 def bench_command(name: str):
-    """The command function of bench ``name``: its options are the bench's own (read from its
-    parser), plus where the result goes; it runs the bench through the runner."""
+    """Bench ``name``'s command: its parser's options and where the result goes."""
     from adapath.bench import runner
 
     module = runner.module_of(name)
