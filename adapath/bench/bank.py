@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import logging
 import os
 import resource
 import shutil
@@ -19,10 +20,13 @@ import numpy as np
 
 from adapath.bank.config import BankConfig
 from adapath.bench.environment import proc_field
+from adapath.bench.gpu import Skip, cuda_devices
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line, Measured, alternate
 from adapath.datasets.biostrat import training_queries
+from adapath.engine.weights import query_weights
+from adapath.executors import LocalExecutor, arrays_nbytes
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
@@ -121,7 +125,6 @@ def graph_text(graph, kg_dir, config):
 def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
     """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm``."""
     from adapath.bank.build import build_bank
-    from adapath.executors import LocalExecutor
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
@@ -152,7 +155,6 @@ def path_agreement(exact: Path, other: Path) -> float:
 def our_rhos(runner, queries, ladder=None, slack=0.0):
     """rho of our batched PPR for the reference queries; with a ladder, the certified solve."""
     from adapath.bank.build import query_pairs
-    from adapath.engine.weights import query_weights
 
     level = runner.config.level
     pairs = [query_pairs(runner.graph, q, level, i)[-1] for i, q in enumerate(queries)]
@@ -192,12 +194,9 @@ def recorded_build(graph, queries, config, executor, out, text):
 
 def scaling(args, graph, kg_dir, queries, config, work):
     """Queries/s of the local executor and of Ray workers, put time, per-task overhead."""
-    import logging
-
     import ray
 
     from adapath.bank.worker import bank_worker_spec
-    from adapath.executors import LocalExecutor, arrays_nbytes
     from adapath.executors.ray import RayExecutor
 
     counts = [int(v) for v in args.workers.split(",")]
@@ -340,7 +339,6 @@ def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     load_at_start = round(os.getloadavg()[0], 1)
     from adapath.bank.runner import BatchRunner
-    from adapath.bench.gpu import Skip, cuda_devices
 
     work = workdir(args.workdir, "bench_bank_")
     graph, kg_dir = inputs().graph(args.scale, args.seed)

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import adapath
+
 # the libraries whose versions a result records, by the distribution names that provide them
 LIBRARIES = {"numba": ("numba",), "torch": ("torch",), "numpy": ("numpy",), "scipy": ("scipy",),
              "faiss": ("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu", "faiss"),
@@ -85,8 +87,6 @@ def threads() -> dict:
 
 
 def collect_env() -> dict:
-    import adapath
-
     cores = os.cpu_count()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     return {

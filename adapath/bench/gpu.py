@@ -8,6 +8,7 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import training_queries
+from adapath.engine.weights import query_weights
 
 # --parts: the row each names
 PARTS = {"ppr": "cupy PPR vs CPU kernel", "bank": "bank build on the GPU", "faiss": "FAISS on the GPU",
@@ -78,11 +80,9 @@ def part_ppr(ctx: Context) -> str:
     import cupy
 
     from adapath.engine.ppr import PPREngine
-    from adapath.engine.weights import query_weights
 
     graph = ctx.graph
-    rng = np.random.default_rng(0)
-    n = 16
+    rng, n = np.random.default_rng(0), 16
     weights = query_weights(rng.random((graph.num_nodes, n)), rng.random((graph.num_relations, n)))
     seeds = rng.integers(0, graph.num_nodes, n)
     cpu, _, _ = PPREngine(graph, device="cpu").personalized(weights, seeds)
@@ -222,7 +222,7 @@ def write_tiny_llama(folder: Path, texts: list[str]) -> float:
 
 
 def part_vllm(ctx: Context) -> str:
-    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None:
+    if not all(importlib.util.find_spec(m) for m in ("transformers", "torch")):
         raise Skip("transformers/torch not installed (needed to write the tiny model)")
     folder, small = ctx.work / "tiny-llama", inputs().graph(0.005, 1)[0]
     size = write_tiny_llama(folder, [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)])
@@ -230,8 +230,6 @@ def part_vllm(ctx: Context) -> str:
     if importlib.util.find_spec("vllm") is None:
         raise Skip(note + "vllm not installed (pip install 'adapath[llm]')")
     torch_cuda()
-    import subprocess
-
     kg, bank, test = ctx.small
     out = ctx.work / "vllm-answers.jsonl"
     clock = time.perf_counter()
@@ -247,15 +245,14 @@ def part_vllm(ctx: Context) -> str:
 
 
 def arguments():
-    out = parser(__doc__, scale=1.0, workdir=None)
-    out.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
-    out.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
-    out.add_argument("--batch", default="256", help="Queries per PPR batch on the GPU; auto: from the device's "
-                     "free memory.")
-    out.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
-    out.add_argument("--parts", default=",".join(PARTS),
-                     help=f"Parts to run, of {','.join(PARTS)} (the others are reported skipped).")
-    return out
+    return parser(__doc__, {
+        "queries": (1024, "Training queries for the GPU bank build."),
+        "cpu-queries": (128, "Of those, built on the CPU for comparison."),
+        "batch": ("256", "Queries per PPR batch on the GPU; auto: from the device's free memory."),
+        "answer-questions": (16, "Questions answered through vLLM."),
+        "parts": (",".join(PARTS), f"Parts to run, of {','.join(PARTS)} (the others are reported "
+                  "skipped)."),
+    }, scale=1.0, workdir=None)
 
 
 def main(argv: list[str] | None = None) -> None:

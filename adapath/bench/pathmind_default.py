@@ -14,14 +14,16 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import names, parser
+from adapath.bench.inputs import inputs, names, parser
 from adapath.bench.pathmind_models import MODELS, model_settings
+from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record
+from adapath.eval.metrics import em_strict
+from adapath.methods.pathmind.config import TrainConfig
 
 
 def questions(args):
     """The bench's graph (from the shared cache) and its training and answered records."""
-    from adapath.bench.inputs import inputs
-
     graph, _ = inputs().graph(args.scale, 0)
     records = inputs().questions(graph, args.train + args.test, seed=0, hops=[int(h) for h in args.hops.split(",")])
     return graph, records[:args.train], records[args.train:]
@@ -46,9 +48,6 @@ def run(args) -> list[dict]:
     import numba
     import torch
 
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.eval.metrics import em_strict
-    from adapath.methods.pathmind.config import TrainConfig
     from adapath.methods.pathmind.infer import PathMind
     from adapath.methods.pathmind.train import Features, make_examples, train
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
@@ -143,8 +142,6 @@ def arguments():
 
 
 def main(argv: list[str] | None = None) -> None:
-    from adapath.bench.result import report
-
     args = arguments().parse_args(argv)
     where = (f"kg synth --scale {args.scale} (seed 0); {args.train} training / {args.test} answered questions of "
              f"{args.hops} hops; encoder {args.encoder}; {args.threads} thread(s)")

@@ -15,8 +15,18 @@ import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import evenly_spaced, say, smollm2
 from adapath.bench.real_records import answer_method
 from adapath.datasets.biostrat import records_query_set
+from adapath.eval.metrics import normalize
 from adapath.llm import make_backend
 from adapath.methods.base import MethodContext
+from adapath.methods.pathmind.sft_dpo import (
+    DPO_LR,
+    PAPER_DPO_LR,
+    SFT_LR,
+    finetune,
+    reasoner_examples,
+    write_jsonl,
+)
+from adapath.methods.registry import get_method
 from adapath.progress import Progress
 
 # the paper's ablation table (WebQSP Hits@1, CWQ Hits@1) and its finding 6 (WebQSP Hits@1)
@@ -42,8 +52,6 @@ def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int
 
 def build_rows(pathmind, questions: list[tuple[dict, str]], stage: str, levels: list[str]) -> list[dict]:
     """``reasoner_examples`` rows of the questions, one wording at a time."""
-    from adapath.methods.pathmind.sft_dpo import reasoner_examples
-
     rows = []
     with Progress(len(questions), f"  reasoner data ({stage})", "questions") as bar:
         for level in levels:
@@ -55,8 +63,6 @@ def build_rows(pathmind, questions: list[tuple[dict, str]], stage: str, levels: 
 def train_stage(base: Path, stage: str, data: Path, adapter: Path, args, lr: float | None = None,
                 sft_adapter: Path | None = None) -> dict:
     """A fine-tuned adapter (trained once, kept with its loss history) and its record."""
-    from adapath.methods.pathmind.sft_dpo import finetune
-
     record = adapter / "history.json"
     if not record.is_file():
         say(f"  fine-tuning the reasoner: {stage}" + (f" at lr {lr:g}" if lr else ""))
@@ -116,7 +122,6 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
     """Per level, where the Full reasoner's Hits@1 parts from the extractive set's, and its misses
     by the first of ``LOSSES``: no braces (the fall-back answered), a valid answer among the K
     but the reasoner's first item not one, no valid answer among the K."""
-    from adapath.eval.metrics import normalize
     from adapath.eval.scoring import record_scores
 
     ours = {(r["id"], r["level"]): r for r in record_scores(extractive, query_set, graph)}
@@ -152,8 +157,6 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:
     import torch
 
-    from adapath.methods.pathmind.sft_dpo import DPO_LR, PAPER_DPO_LR, SFT_LR, write_jsonl
-    from adapath.methods.registry import get_method
 
     torch.set_num_threads(args.threads)
     base = smollm2()

@@ -6,6 +6,7 @@ which compile the Numba kernels (docs/benchmarks/bench_real_records.md)."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -16,7 +17,9 @@ import numpy as np
 from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, names, parser, say
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.eval.metrics import em_strict, mean_reciprocal_rank, metapath_ranks, recall_at_k
 from adapath.methods.base import MethodContext
+from adapath.methods.registry import get_method
 from adapath.progress import Progress
 
 LEVELS = ("explicit", "implicit", "bare")
@@ -63,8 +66,6 @@ def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, dise
 
 def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, backend: str = "auto"):
     """A graph setting's graph, bank and node store (the bench cache, or ``--work``)."""
-    import hashlib
-
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
     shared = inputs()
@@ -134,7 +135,6 @@ def answer_method(setup, split: str, name: str, method: str, test: list[dict], l
     """A method's answers to ``test`` at every level (an AdaPath variant, or PathMind reading
     ``model``), kept in ``work/answers/SPLIT/NAME.jsonl`` and resumed; AdaPath first answers two
     questions untimed when there is work to do (kernels compiled before the clock)."""
-    from adapath.methods.registry import get_method
     from adapath.methods.run import finished_pairs, load_results, run_queries
 
     spec = get_method(method)
@@ -164,8 +164,6 @@ def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[
 
 def ranked_recall(results, items) -> dict:
     """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""
-    from adapath.eval.metrics import mean_reciprocal_rank, metapath_ranks, recall_at_k
-
     out = {}
     for level in LEVELS:
         ranks = [metapath_ranks([m["metapath"] for m in r.extra.get("ranked_metapaths", [])],
@@ -180,7 +178,6 @@ def failures(results, items, graph) -> dict:
     """Each wrong answer by the first of ``KINDS`` that went wrong: a valid answer among the paths'
     ends but another chosen; the gold meta-path surviving, no path to a valid answer; not ranked;
     ranked but filtered by the voted answer type, else the voted hops, else the cap."""
-    from adapath.eval.metrics import em_strict
     from adapath.eval.report import gold_answer_names
 
     out: dict[str, Counter] = defaultdict(Counter)

