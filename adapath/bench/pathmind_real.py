@@ -4,7 +4,6 @@ answers kept, so a rerun does only what is missing (docs/benchmarks/pathmind_rea
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict
@@ -13,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from adapath.bench import pathmind_reasoner
-from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.inputs import evenly_spaced, inputs, key_of, say
 from adapath.bench.pathmind_models import model_settings
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
@@ -22,7 +21,7 @@ from adapath.methods.pathmind.config import TrainConfig
 
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
-    key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
+    key = key_of(asdict(config), 6)
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     if init is not None:  # fine-tuned from another model: named after it
         more += f"-from-{init.name}"
@@ -31,9 +30,8 @@ def model_dir(work: Path, split: str, config, generated: int = 0, train_records:
 
 def prepare_model(setup, split: str, records, config, generated: list[dict] = (), subset: int = 0,
                   init: Path | None = None) -> tuple[Path, list]:
-    """The trained priority (kept in ``work``) and its training record. ``generated``: records that
-    only train, beside the real ones (which alone validate); ``subset``: ``records`` is that many
-    of the bank half; ``init``: a trained model to start from (both named in the folder)."""
+    """The trained priority (kept in ``work``) and its history. ``generated``: records that only
+    train (the real alone validate); ``subset``: how many of the bank half; ``init``: the start."""
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
@@ -60,8 +58,7 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:
-    """``count`` generated questions describing their answer (as BioStrat-QA's do), none sharing
-    a (topic, answer) pair with a test record (checked again on those read from the bench cache)."""
+    """``count`` generated questions describing their answer, none with a test (topic, answer)."""
     from adapath.datasets.generate import topic_answer_pairs
 
     held = topic_answer_pairs(test)
@@ -106,9 +103,8 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
 
 
 def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
-    """Per hop count, why a question's K selected entities miss every valid answer: misses by the
-    first of ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected
-    entity of an answer's type at the nearest answer's depth)."""
+    """Per hop count, why a question's K selected entities miss every valid answer: the first of
+    ``FAILURES`` that holds (depth: hops from the nearest topic)."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)
@@ -125,11 +121,8 @@ def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict
             continue
         cell["misses"] += 1
         if str(result.id) not in depth_of:
-            masks = topic_reach(graph, relational, record, 3)
-            depth = np.full(graph.num_nodes, 4, dtype=np.int8)  # 4: beyond three hops
-            for d in range(3, -1, -1):
-                depth[masks[d]] = d
-            depth_of[str(result.id)] = depth
+            masks = np.array(topic_reach(graph, relational, record, 3))  # depth 4: beyond 3 hops
+            depth_of[str(result.id)] = np.where(masks.any(0), masks.argmax(0), 4).astype(np.int8)
         depth = depth_of[str(result.id)]
         near = [a for a in answers if depth[a] <= 3]
         explored = {v for vs in result.explored.values() for v in vs}
@@ -249,9 +242,8 @@ def run(args) -> dict:
 
 
 def tables(out: dict) -> dict:
-    """The figures as the tables show them: per level x hop, every run's answer-set Hits@1 and
-    Hits@3 and strict EM (beside AdaPath's and the paper's 70B EM); the paper's ablation rows
-    for the first model; each model's training; failures, curve, agreement, reasoner."""
+    """The tables: per level x hop each run's Hits@1, Hits@3 and strict EM (beside the paper's);
+    the paper's ablation rows; training; failures, curve, agreement, reasoner."""
     methods, levels = out["methods"], out["setup"]["levels"].split(",")
     rows = [(level, hop) for level in levels for hop in ("1", "2", "3")]
     got = {}

