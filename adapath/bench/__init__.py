@@ -1,7 +1,6 @@
 """``adapath bench``: every benchmark a subcommand (a module of ``BENCHES`` with ``arguments()``
-and ``main(argv)``) over shared parts: ``inputs`` (graph, questions, bank and split, built once
-under one cache folder), ``timing`` (warm-up, alternating rounds, progress line), ``environment``
-(the machine), ``result`` (the format, ``compare``, tables), ``runner``, ``suite``."""
+and ``main(argv)``) over shared parts: ``inputs``, ``timing``, ``environment``, ``result``,
+``runner``, ``suite``."""
 
 # name: (module, what it measures, in a line)
 BENCHES = {

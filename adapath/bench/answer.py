@@ -1,7 +1,6 @@
-"""AdaPath inference: queries/s with ``--llm none``, ms per stage, Path-Bank matching ms/query, LLM
-calls and prompt tokens per query (scripted backend); ``--queries biostrat:FILE`` on real records
-per scorer, ``--compare REV`` against git revision REV's code. Every timed pass follows an untimed
-answer of two questions, which compiles the Numba kernels."""
+"""AdaPath inference: queries/s with ``--llm none``, ms per stage, Path-Bank matching, LLM calls
+and prompt tokens per query; ``--queries biostrat:FILE``: real records per scorer, ``--compare REV``
+beside REV's code. Each timed pass follows an untimed answer of two questions (kernels compiled)."""
 
 from __future__ import annotations
 

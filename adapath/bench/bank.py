@@ -1,8 +1,7 @@
-"""Path-Bank build throughput, ours (exact and certified PPR) against a per-query igraph reference
-pipeline: ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds), corridor
-Jaccard, path agreement, peak memory; the GPU builds where there is one; ``--threads`` the per-pair
-stage's thread scaling; ``--executor ray`` Ray workers. Every timed build follows an untimed build
-of one batch, which compiles the Numba kernels."""
+"""Path-Bank build throughput, ours (exact and certified PPR) against a per-query igraph reference:
+ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds), corridor Jaccard,
+path agreement, peak memory; the GPU builds; ``--threads`` the per-pair stage's thread scaling;
+``--executor ray`` Ray workers. Each timed build follows an untimed one (kernels compiled)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The inputs a bench names (a generated graph, its questions, a Path-Bank, a split of real
-records), built once under one cache folder (``ADAPATH_BENCH_CACHE``, else
-``~/.cache/adapath/bench``) in a folder named by the blake2b of the request (a graph by its
-checksum, a file by its bytes' digest): a second bench asking for the same one reuses it."""
+records), built once under one cache folder (``ADAPATH_BENCH_CACHE``, else ~/.cache/adapath/bench)
+named by the blake2b of the request: a second bench asking for the same one reuses it."""
 
 from __future__ import annotations
 

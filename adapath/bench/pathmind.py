@@ -1,7 +1,6 @@
-"""PathMind: training seconds per epoch against the number of training questions (one untimed
-epoch first compiles the kernels), and per graph scale inference ms/query and answer-set
-Hits@1/3 against the unlearned orders; ``--real``: on the real BioStrat-QA dev halves beside
-AdaPath (``adapath/bench/pathmind_real.py``)."""
+"""PathMind: training s/epoch against the number of training questions (after an untimed epoch),
+and per graph scale inference ms/query and answer-set Hits@1/3 against the unlearned orders;
+``--real``: on the real BioStrat-QA dev halves beside AdaPath (``pathmind_real.py``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""PathMind's named training options for the benches (`pathmind --real --models`,
-`pathmind-default --models`, `pathmind-speed --models`): each name's settings in full where they
-differ from today's default, so a name keeps its model; ``model_settings`` also reads
-``key=value+key=value``."""
+"""PathMind's named training options for the benches' ``--models``: each name's settings in full
+where they differ from today's default, so a name keeps its model."""
 
 from __future__ import annotations
 

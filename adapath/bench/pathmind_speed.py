@@ -1,7 +1,6 @@
 """PathMind's training, validation and answering questions/s and page faults per question, setting
-against setting (``before``, ``after``: per-question reach and kept memory, ``cuda``), each in a
-process of its own from the same seeded weights; ``answers`` hashes the entities each question
-selects. ``--sources`` runs each source tree's package; ``--kg`` the records' test half."""
+against setting (``before``, ``after``, ``cuda``), each in a process of its own from the same seeded
+weights; ``--sources``: each source tree's package; ``--kg``: the records' test half."""
 
 from __future__ import annotations
 

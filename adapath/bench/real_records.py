@@ -1,7 +1,6 @@
-"""AdaPath on real BioStrat-QA records planted in a graph: the bank half builds the Path-Bank,
-each variant answers the test half at every level with ``--llm none`` (EM by level x hop,
-recall, meta-path R@k, failures), its ms/query timed after two questions answered untimed,
-which compile the Numba kernels (docs/benchmarks/bench_real_records.md)."""
+"""AdaPath on real BioStrat-QA records planted in a graph: each variant answers the test half at
+every level with ``--llm none`` (EM by level x hop, recall, meta-path R@k, failures), timed after
+two questions answered untimed (kernels compiled; docs/benchmarks/bench_real_records.md)."""
 
 from __future__ import annotations
 
