@@ -27,9 +27,9 @@ from adapath.retrieval.cache_dir import GraphCache, user_cache_root
 ENV = "ADAPATH_BENCH_CACHE"
 ROOT = Path(__file__).resolve().parents[2]
 # the real BioStrat-QA dev records: ../shared beside the checkout (a worktree under wt/ looks one folder further up)
-DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
-                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
-                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
+DEV = Path("shared", "data", "biostrat_qa", "dev.jsonl")
+DEFAULT_RECORDS = next((p for p in (ROOT.parent / DEV, ROOT.parents[1] / DEV) if p.is_file()),
+                       ROOT.parent / DEV)
 # the options benches spell alike: argparse settings by destination (the default is the bench's)
 COMMON = {"scale": dict(type=float, help="generated graph scale (1.0 = PrimeKG's size)"),
           "seed": dict(type=int, help="graph seed"), "rounds": dict(type=int, help="timed rounds (sides alternating)"),
@@ -216,16 +216,14 @@ class Inputs:
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
         """(bank half, test half) of real records by a fixed seed; ``inner``: the bank half's."""
+        def halves(items: list, seed: int) -> list[list]:
+            order = np.random.default_rng(seed).permutation(len(items))
+            return [[items[i] for i in sorted(part)] for part in np.split(order, [len(items) // 2])]
+
         self._place("split", {"records": source_checksum(records_path), "split": split})
-        records = load_records(records_path)
-        order = np.random.default_rng(0).permutation(len(records))
-        half = len(records) // 2
-        bank = [records[i] for i in sorted(order[:half])]
-        test = [records[i] for i in sorted(order[half:])]
+        bank, test = halves(load_records(records_path), 0)
         if split == "inner":
-            inner = np.random.default_rng(1).permutation(len(bank))
-            quarter = len(bank) // 2
-            bank, test = [bank[i] for i in sorted(inner[:quarter])], [bank[i] for i in sorted(inner[quarter:])]
+            bank, test = halves(bank, 1)
         assert not {r["data_id"] for r in bank} & {r["data_id"] for r in test}
         return bank, test
 

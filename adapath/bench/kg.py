@@ -33,9 +33,8 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
 
     from adapath.sources.primekg import PRIMEKG_COLUMNS
 
-    fine = {}
-    for r in PRIMEKG_RELATIONS:
-        fine[(r.display, r.x_type, r.y_type)] = fine[(r.display, r.y_type, r.x_type)] = r.relation
+    fine = {(r.display, *ends): r.relation for r in PRIMEKG_RELATIONS
+            for ends in ((r.x_type, r.y_type), (r.y_type, r.x_type))}
     types, display_names = np.array(graph.type_names, dtype=object), np.array(graph.relation_names, dtype=object)
     with pacsv.CSVWriter(path, pa.schema([(c, pa.string()) if "index" not in c else (c, pa.int64())
                                           for c in PRIMEKG_COLUMNS])) as writer:

@@ -17,8 +17,5 @@ def model_settings(name: str) -> dict:
     """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings."""
     if name in MODELS:
         return dict(MODELS[name])
-    out = {}
-    for pair in name.split("+"):
-        key, _, value = pair.partition("=")
-        out[key] = int(value) if value.isdigit() else value
-    return out
+    pairs = [pair.partition("=")[::2] for pair in name.split("+")]
+    return {key: int(value) if value.isdigit() else value for key, value in pairs}

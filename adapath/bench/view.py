@@ -43,10 +43,9 @@ def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
                         paths.append(steps)
                     for d, v in enumerate(walk[1:], start=1):
                         explored[str(d)].add(int(graph.node_id[v]))
-                for d in explored:
-                    explored[d] = sorted(explored[d] | {gold[int(d)]})
-                right = rng.random() < skill
-                answer = record["answer_entity"]["name"] if right else graph.name(int(rng.integers(graph.num_nodes)))
+                explored = {d: sorted(v | {gold[int(d)]}) for d, v in explored.items()}
+                answer = (record["answer_entity"]["name"] if rng.random() < skill
+                          else graph.name(int(rng.integers(graph.num_nodes))))
                 runs[method].append(Result.from_json({
                     "id": str(record["data_id"]), "level": level, "answer": answer, "raw": "",
                     "paths": paths, "explored": explored,
@@ -96,8 +95,8 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
             if browser.errors():
                 sys.exit(f"page errors: {browser.errors()}")
             med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-            answers = sum(len(v) for v in subset.values())
-            rows.append({"questions": n, "answers": answers, "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
+            rows.append({"questions": n, "answers": sum(len(v) for v in subset.values()),
+                         "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
                          **{f"{k}_ms": v for k, v in med.items()}})
     return rows
 
