@@ -22,7 +22,7 @@ from adapath.bench.environment import proc_field
 from adapath.bench.gpu import cuda_devices
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
-from adapath.bench.timing import Line, Measured, alternate
+from adapath.bench.timing import Line, Measured, alternate, timed
 from adapath.datasets.biostrat import training_queries
 from adapath.engine.weights import query_weights
 from adapath.executors import LocalExecutor, arrays_nbytes
@@ -173,9 +173,7 @@ class Recording:
     def run(self, tasks, on_result):
         def record(index, result):
             self.in_task.append(result.ended - result.started)
-            clock = time.perf_counter()
-            on_result(index, result)
-            self.commit_seconds.append(time.perf_counter() - clock)
+            self.commit_seconds.append(timed(on_result, index, result)[0])
 
         self.inner.run(tasks, record)
 
@@ -186,9 +184,7 @@ def recorded_build(graph, queries, config, executor, out, text):
 
     shutil.rmtree(out, ignore_errors=True)
     recording = Recording(executor)
-    clock = time.perf_counter()
-    build_bank(graph, queries, out, config, recording, text=text)
-    return time.perf_counter() - clock, recording
+    return timed(build_bank, graph, queries, out, config, recording, text=text)[0], recording
 
 
 def scaling(args, graph, kg_dir, queries, config, work):
@@ -223,9 +219,8 @@ def scaling(args, graph, kg_dir, queries, config, work):
     puts, starts, overheads = [], [], {}
     for workers in counts:
         executor = RayExecutor(workers=workers)
-        clock = time.perf_counter()
-        recorded_build(graph, warm, warm_config, executor, work / f"warm-ray-{workers}", text)
-        starts.append(time.perf_counter() - clock)
+        warm_out = work / f"warm-ray-{workers}"
+        starts.append(timed(recorded_build, graph, warm, warm_config, executor, warm_out, text)[0])
         puts.append(executor.put_seconds)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"ray-{workers}", text)
         puts.append(executor.put_seconds)

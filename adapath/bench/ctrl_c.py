@@ -16,11 +16,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from adapath.bench.inputs import names, parser, workdir
 from adapath.bench.result import report
+from adapath.bench.timing import timed
 
 COMMANDS = ("bank", "answer", "pathmind-answer", "pathmind-train")
 
@@ -128,9 +128,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         make, name, read = plan[command]
         run(make(work / name))  # the first run also compiles kernels and fills the graph's caches
-        start = time.perf_counter()
-        run(make(work / "warm" / name))  # T: a run as the tries make it
-        references[command] = (time.perf_counter() - start, read(work / name))
+        seconds = timed(run, make(work / "warm" / name))[0]  # T: a run as the tries make it
+        references[command] = (seconds, read(work / name))
         if read(work / "warm" / name) != references[command][1]:
             sys.exit(f"{command}: two uninterrupted runs differ; nothing to compare a resumed run with")
         print(f"reference {command}: {references[command][0]:.1f} s", file=sys.stderr, flush=True)

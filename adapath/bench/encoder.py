@@ -3,6 +3,7 @@ texts/s of real node texts and agreement with torch float32's rankings against r
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -45,8 +46,7 @@ def agreement(ref_scores: np.ndarray, scores: np.ndarray, k: int = 10) -> tuple[
 
 
 def onnx_routes(model, batch: int, workdir: Path):
-    """Export the transformer to ONNX (float32 and dynamic int8) and wrap each in an encode
-    function with the model's own tokenizer, mean pooling and normalization."""
+    """The transformer exported to ONNX (float32, dynamic int8), each with mean pooling."""
     import onnxruntime as ort
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -101,10 +101,8 @@ def onnx_routes(model, batch: int, workdir: Path):
         return encode
 
     routes = {"onnxruntime float32": make(fp32), "onnxruntime int8 (dynamic)": make(int8)}
-    try:
+    with contextlib.suppress(ImportError):
         routes["openvino float32 (from the ONNX)"] = make(fp32, "openvino")
-    except ImportError:
-        pass
     return routes
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
-from adapath.bench.timing import Line
+from adapath.bench.timing import Line, timed
 from adapath.datasets.biostrat import training_queries
 from adapath.engine.weights import query_weights
 
@@ -164,9 +164,8 @@ def part_faiss(ctx: Context) -> str:
     _, want = cpu.search(queries[:256], 10)
     gpu = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, cpu)
     gpu.search(queries[:16], 10)
-    clock = time.perf_counter()
-    _, got = gpu.search(queries, 10)
-    rate = len(queries) / (time.perf_counter() - clock)
+    seconds, (_, got) = timed(gpu.search, queries, 10)
+    rate = len(queries) / seconds
     agree = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(want, got[:256])])
     return f"{rate:,.0f} queries/s (flat IP, 200k x 384); top-10 agreement with the CPU {agree:.3f}"
 
@@ -232,13 +231,12 @@ def part_vllm(ctx: Context) -> str:
     torch_cuda()
     kg, bank, test = ctx.small
     out = ctx.work / "vllm-answers.jsonl"
-    clock = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
-                           "--queries", f"biostrat:{test}", "--out", str(out), "--llm", f"vllm:{folder}",
-                           "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"])
+    command = [sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
+               "--queries", f"biostrat:{test}", "--out", str(out), "--llm", f"vllm:{folder}",
+               "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"]
+    seconds, done = timed(subprocess.run, command)
     if done.returncode:
         raise RuntimeError(f"answer exited with {done.returncode}")
-    seconds = time.perf_counter() - clock
     results = [json.loads(line) for line in out.read_text().splitlines()]
     calls = sum(r["usage"]["calls"] for r in results) / max(len(results), 1)
     return f"{note}{len(results)} answers in {seconds:.0f} s incl. engine start; {calls:.1f} LLM calls per query"

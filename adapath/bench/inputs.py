@@ -64,8 +64,7 @@ def add_options(out, options: dict) -> None:
 
 
 def parser(doc: str, options: dict | None = None, **defaults) -> argparse.ArgumentParser:
-    """A bench's parser: its docstring's first paragraph, the common options it names (with
-    their defaults), ``--json`` (where the runner takes the figures) and its own ``options``."""
+    """A bench's parser: its doc's first paragraph, common options, ``--json``, ``options``."""
     out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
     add_common(out, **defaults)
     out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
@@ -116,10 +115,8 @@ class Inputs:
 
     def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
               folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
-        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once, on ``base``
-        (an ``adapath.sources.xref.Base``) with ``competitors`` rivals per record where given.
-        ``folder``: a ``--work`` folder's own place, reused while ``recipe`` beside it holds;
-        ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
+        """(graph, folder) of ``generate(scale, seed, evidence)`` on ``base`` with ``competitors``
+        rivals per record; ``folder``: a ``--work`` folder's, reused while ``recipe`` holds."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
@@ -190,9 +187,8 @@ class Inputs:
         return folder
 
     def node_store(self, graph, graph_dir: Path, encoder, chunk: int = 2048, on_progress=None) -> tuple[Path, dict]:
-        """(folder, header) of the graph's node-embedding store for ``encoder`` (as `kg embed`
-        writes it), resumed where unfinished, or copied from a sibling graph's finished store
-        with the same node texts (a setting and its +competitors one: rivals linked, not added)."""
+        """(folder, header) of the graph's node-embedding store (as `kg embed` writes it), resumed,
+        or copied from a sibling graph's finished store with the same node texts."""
         from adapath.retrieval import node_store as ns
 
         places, name, HEADER = GraphCache(graph_dir, graph.checksum(), None), ns.store_name(encoder.name), ns.HEADER

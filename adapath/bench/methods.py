@@ -132,8 +132,7 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
 
 
 def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool = False) -> dict:
-    """One method over ``queries``: quality, calls, tokens, seconds per query; ``warm``: one question
-    answered untimed first by an instance of its own (kernels compiled)."""
+    """One method's quality, calls, tokens and s/query (``warm``: one question answered untimed)."""
     from adapath.eval.report import record_scores
     from adapath.methods.run import answer_all
 

@@ -13,6 +13,7 @@ import numpy as np
 from adapath.bench.inputs import DEFAULT_RECORDS, add_common, inputs, parser
 from adapath.bench.real_records import GRAPHS
 from adapath.bench.result import report
+from adapath.bench.timing import timed
 from adapath.datasets.biostrat import query_from_record
 from adapath.llm import ScriptedBackend
 
@@ -69,10 +70,9 @@ def quality(scale, args) -> dict:
     for mode in ("model", "nearest", "random"):
         pathmind = PathMind(graph, model, config, encoder, None, mode=mode)
         pathmind.answer(queries[:2])  # warm: compiled kernels, node features
-        clock = time.perf_counter()
-        results = pathmind.answer(queries)
+        seconds, results = timed(pathmind.answer, queries)
         if mode == "model":
-            out["infer_ms_per_query"] = 1000 * (time.perf_counter() - clock) / len(queries)
+            out["infer_ms_per_query"] = 1000 * seconds / len(queries)
         for k in (1, 3):
             out[f"{mode}_hits{k}"] = float(np.mean([bool(set(r.extra["prioritized"][:k]) & g)
                                                     for r, g in zip(results, gold)]))

@@ -88,9 +88,8 @@ def run(args) -> list[dict]:
 
 
 def walk_volume(args) -> dict:
-    """R^2, channel by channel over each answered question's 3-hop ball (topics left out), of the
-    priority's input (walk network: signed log of d; Bellman-Ford: the state, where its search
-    reached) against the log of the number of walks of 1 to 3 steps from the topics."""
+    """R^2 per channel over each question's 3-hop ball (topics left out) of the priority's input
+    against the log of the number of walks of 1 to 3 steps from the topics."""
     import scipy.sparse as sp
     import torch
 

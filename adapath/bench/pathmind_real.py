@@ -103,8 +103,7 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
 
 
 def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
-    """Per hop count, why a question's K selected entities miss every valid answer: the first of
-    ``FAILURES`` that holds (depth: hops from the nearest topic)."""
+    """Per hop count, why the K selected entities miss every answer: the first ``FAILURES``."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)
@@ -242,8 +241,7 @@ def run(args) -> dict:
 
 
 def tables(out: dict) -> dict:
-    """The tables: per level x hop each run's Hits@1, Hits@3 and strict EM (beside the paper's);
-    the paper's ablation rows; training; failures, curve, agreement, reasoner."""
+    """The tables: per level x hop Hits@1, Hits@3, EM; ablations, training, failures, curve."""
     methods, levels = out["methods"], out["setup"]["levels"].split(",")
     rows = [(level, hop) for level in levels for hop in ("1", "2", "3")]
     got = {}

@@ -90,9 +90,8 @@ def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, bac
 
 
 def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
-    """Per level x hop: the pool along the gold meta-path (median size), where the answer's
-    question cosine ranks among the pool's other nodes (mean percentile; % closest), and the
-    records' own answer_ambiguity (most 3-hop records lack it)."""
+    """Per level x hop: the gold meta-path's answer pool (median size), the answer's question
+    cosine rank among its rivals (mean percentile; % closest), the records' answer_ambiguity."""
     from adapath.retrieval.node_store import NodeStore
     from adapath.sources.competitors import answer_pool
 
@@ -131,9 +130,8 @@ def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
 
 def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
                   model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
-    """A method's answers to ``test`` at every level (an AdaPath variant, or PathMind reading
-    ``model``), kept in ``work/answers/SPLIT/NAME.jsonl`` and resumed; AdaPath first answers two
-    questions untimed when there is work to do (kernels compiled before the clock)."""
+    """A method's answers to ``test`` at every level, kept in ``work/answers`` and resumed; AdaPath
+    first answers two questions untimed when there is work to do (kernels compiled)."""
     from adapath.methods.run import finished_pairs, load_results, run_queries
 
     spec = get_method(method)
@@ -174,9 +172,8 @@ def ranked_recall(results, items) -> dict:
 
 
 def failures(results, items, graph) -> dict:
-    """Each wrong answer by the first of ``KINDS`` that went wrong: a valid answer among the paths'
-    ends but another chosen; the gold meta-path surviving, no path to a valid answer; not ranked;
-    ranked but filtered by the voted answer type, else the voted hops, else the cap."""
+    """Each wrong answer by the first of ``KINDS`` that went wrong (answer choice, wrong entities,
+    not retrieved, filtered by the voted type, else the voted hops, else the cap)."""
     from adapath.eval.report import gold_answer_names
 
     out: dict[str, Counter] = defaultdict(Counter)
@@ -206,9 +203,7 @@ def failures(results, items, graph) -> dict:
 
 
 def tables(reports: dict, extras: dict, fails: dict) -> dict:
-    """The figures as the tables show them: EM per level x hop beside the paper's row, recall
-    and hit rate per level x depth, meta-path R@k and vote accuracy, failures by first cause
-    (and, for every walk cell below the paper's row, that cell's)."""
+    """The tables: EM, recall and hit rate, meta-path R@k and votes, failures by first cause."""
     names = list(reports)
 
     def cell(name, level, key):

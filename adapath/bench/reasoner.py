@@ -4,11 +4,11 @@ else ``--shape``'s config with random weights, written by ``--export DIR``), GPU
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from adapath.bench.inputs import inputs, parser, say, smollm2
 from adapath.bench.result import report
+from adapath.bench.timing import timed
 from adapath.llm.prompts import answer_set
 from adapath.methods.pathmind.sft_dpo import finetune, training_device
 
@@ -85,9 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     training_device(args.device)  # a device this machine lacks: one line (exit 2) before any training
     out = args.work / "sft"
     say(f"fine-tuning {base} on {args.device}: {args.steps} steps")
-    clock = time.perf_counter()
-    history = finetune(base, "sft", data, out, max_steps=args.steps, batch_size=2, device=args.device)
-    seconds = time.perf_counter() - clock
+    seconds, history = timed(finetune, base, "sft", data, out, max_steps=args.steps, batch_size=2,
+                             device=args.device)
     record = json.loads((out / "adapath_reasoner.json").read_text())
     losses = [round(h["loss"], 4) for h in history if "loss" in h]
     result = {"base": kind, "device": record["device"], "precision": record["precision"],

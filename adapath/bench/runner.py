@@ -10,11 +10,11 @@ import json
 import os
 import shlex
 import tempfile
-import time
 from pathlib import Path
 
 from adapath.bench import BENCHES, inputs, result
 from adapath.bench.environment import collect_env
+from adapath.bench.timing import timed
 from adapath.errors import InputError
 from adapath.fsutil import atomic_file, check_writable
 
@@ -68,9 +68,7 @@ def run(name: str, argv: list[str], save_result: Path | None = None, result_dir:
         figures_path = Path(tmp) / "figures.json"
         gc.collect()
         gc.freeze()  # what the command line loaded stays out of the collector's passes over the bench's objects
-        start = time.perf_counter()
-        module.main([*argv, FIGURES_OPTION, str(figures_path)])
-        seconds = time.perf_counter() - start
+        seconds = timed(module.main, [*argv, FIGURES_OPTION, str(figures_path)])[0]
         if not figures_path.is_file():
             raise InputError(f"bench {name} wrote no figures (nothing to record)")
         figures = json.loads(figures_path.read_text())

@@ -38,11 +38,17 @@ class Comparison:
         return [a / b for a, b in zip(self.seconds[slower], self.seconds[faster])]
 
 
+def timed(work: Callable, *args, **kwargs) -> tuple[float, Any]:
+    """(wall seconds, value) of ``work(*args, **kwargs)``."""
+    clock = time.perf_counter()
+    value = work(*args, **kwargs)
+    return time.perf_counter() - clock, value
+
+
 def alternate(sides: dict[str, Callable[[], Any]], rounds: int, warm: dict[str, Callable[[], Any] | None] | None = None,
               clock: Callable[[], float] = time.perf_counter, line: Line | None = None) -> Comparison:
-    """Each side run once untimed (``warm[side]``, else the side itself; None: the side warms
-    itself up before its own clock and returns ``Measured``), then ``rounds`` rounds, the order
-    reversed every other round so neither side always runs on the other's leftovers."""
+    """Each side run once untimed (``warm[side]``, else itself; None: it warms up itself and returns
+    ``Measured``), then ``rounds`` rounds, the order reversed every other round."""
     names = list(sides)
     for name in names:
         first = (warm or {}).get(name, sides[name])

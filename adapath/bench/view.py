@@ -6,13 +6,13 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from adapath.bench.inputs import inputs, parser
 from adapath.bench.result import report
+from adapath.bench.timing import timed
 from adapath.contract import Result
 from adapath.datasets.biostrat import LEVELS, gold_metapath, records_query_set
 
@@ -85,9 +85,8 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
             ids = {str(r["data_id"]) for r in records[:n]}
             subset = {m: [x for x in lines if x.id in ids] for m, lines in runs.items()}
             out = Path(tmp) / f"view-{n}.html"
-            start = time.perf_counter()
-            write_question_page(subset, records_query_set(records[:n]).items, graph, out)
-            write_s = time.perf_counter() - start
+            questions = records_query_set(records[:n]).items
+            write_s = timed(write_question_page, subset, questions, graph, out)[0]
             samples = []
             for _ in range(rounds):
                 browser.open(out.as_uri())
