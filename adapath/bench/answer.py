@@ -42,16 +42,16 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
 
-    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
-    out.add_argument("--queries", default="generated", help="generated or biostrat:FILE (planted as in real-records)")
-    out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    out.add_argument("--compare", metavar="REV", help="with biostrat: also answer with git revision REV's code")
-    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"), help="with biostrat: "
-                     "the CPU route encoding the questions")
-    out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
-    out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    return out
-
+    return parser(__doc__, {
+        "queries": ("generated", "generated or biostrat:FILE (planted as in real-records)"),
+        "scorers": ("walk,beam", "with biostrat: the scorers answered (walk, beam)."),
+        "compare": (None, "with biostrat: also answer with git revision REV's code",
+                    {"metavar": "REV"}),
+        "question-backend": ("torch", "with biostrat: the CPU route encoding the questions",
+                             {"choices": ("torch", "openvino")}),
+        "train": (300, "Generated training questions in the bank."),
+        "test": (200, "Generated test questions answered."),
+    }, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)

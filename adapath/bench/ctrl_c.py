@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapath.bench.inputs import names, parser, workdir
+from adapath.bench.inputs import names, parser, say, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import timed
 
@@ -92,7 +92,7 @@ def arguments():
         "tries": (20, "interrupted tries per command"),
         "train": (120, "generated training questions"), "test": (40, "generated test questions"),
         "commands": (",".join(COMMANDS), f"Of {', '.join(COMMANDS)}."),
-        "work": (None, "work folder (default: a temporary one)", {"type": Path}),
+        "work": (None, "work folder (default: a temporary one)", Path),
     }, scale=0.05, seed=0)
 
 
@@ -132,44 +132,41 @@ def main(argv: list[str] | None = None) -> None:
         references[command] = (seconds, read(work / name))
         if read(work / "warm" / name) != references[command][1]:
             sys.exit(f"{command}: two uninterrupted runs differ; nothing to compare a resumed run with")
-        print(f"reference {command}: {references[command][0]:.1f} s", file=sys.stderr, flush=True)
+        say(f"reference {command}: {references[command][0]:.1f} s")
 
     rows = []
     for command in commands:
         make, name, read = plan[command]
         seconds, expected = references[command]
-        counts = {"tries": 0, "clean": 0, "same output": 0, "finished first": 0}
+        counts = dict.fromkeys(("interrupted", "clean_exit_130_one_line", "rerun_equals_reference",
+                                "finished_first"), 0)
         for attempt in range(3 * args.tries):  # until TRIES tries were interrupted
-            if counts["tries"] == args.tries:
+            if counts["interrupted"] == args.tries:
                 break
-            if tries.exists():
-                shutil.rmtree(tries)
+            shutil.rmtree(tries, ignore_errors=True)
             tries.mkdir()
             out = tries / name
             delay = rng.uniform(0.5, seconds)
             code, lines = interrupted(make(out), delay)
             if code is None:
-                counts["finished first"] += 1
+                counts["finished_first"] += 1
                 seconds = min(seconds, delay)
                 continue
-            counts["tries"] += 1
+            counts["interrupted"] += 1
             left = strays(tries)
             ok = clean(code, lines) and not left and not (command == "pathmind-train" and out.exists())
-            counts["clean"] += ok
+            counts["clean_exit_130_one_line"] += ok
             if not ok:
-                print(f"{command} try {attempt} (SIGINT at {delay:.2f} s): exit {code}, strays {left}; last lines:\n  "
-                      + "\n  ".join(lines[-6:]), file=sys.stderr, flush=True)
+                say(f"{command} try {attempt} (SIGINT at {delay:.2f} s): exit {code}, "
+                    f"strays {left}; last lines:\n  " + "\n  ".join(lines[-6:]))
             again = subprocess.run(make(out), env=environment(), capture_output=True, text=True)
             same = again.returncode == 0 and read(out) == expected
-            counts["same output"] += same
+            counts["rerun_equals_reference"] += same
             if not same:
-                print(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs from the reference\n  "
-                      + again.stderr[-800:], file=sys.stderr, flush=True)
+                say(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs "
+                    "from the reference\n  " + again.stderr[-800:])
         rows.append({"command": command, "uninterrupted_s": round(references[command][0], 1),
-                     "last_window_s": round(seconds, 1), "interrupted": counts["tries"],
-                     "clean_exit_130_one_line": counts["clean"],
-                     "rerun_equals_reference": counts["same output"],
-                     "finished_first": counts["finished first"]})
+                     "last_window_s": round(seconds, 1), **counts})
     report(args, rows,
            f"Ctrl-C at random instants: scale {args.scale}, {args.train} training and {args.test} test questions, "
            f"NUMBA_NUM_THREADS=2, batches of 4, seed {args.seed}")

@@ -54,12 +54,12 @@ def add_common(out, **defaults) -> None:
 
 
 def add_options(out, options: dict) -> None:
-    """A bench's own options by name: (default, help) or (default, help, more argparse
-    settings); the type is the default's (a bool: a flag)."""
+    """A bench's own options by name: (default, help), or (default, help, a type or more argparse
+    settings); the type is else the default's (a bool: a flag)."""
     for name, (default, text, *more) in options.items():
         kind = next((t for t in (bool, int, float, Path) if isinstance(default, t)), None)
         settings = {"action": "store_true"} if kind is bool else {"type": kind} if kind else {}
-        settings |= more[0] if more else {}
+        settings |= (more[0] if isinstance(more[0], dict) else {"type": more[0]}) if more else {}
         out.add_argument("--" + name, default=default, help=text, **settings)
 
 

@@ -29,10 +29,8 @@ def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
 
 
 def arguments():
-    out = parser(__doc__, scale=0.1, seed=0, records_file=DEFAULT_RECORDS)
-    out.add_argument("--sequences", default="1,8", help="relation sequences per node path to compare")
-    return out
-
+    return parser(__doc__, {"sequences": ("1,8", "relation sequences per node path to compare")},
+                  scale=0.1, seed=0, records_file=DEFAULT_RECORDS)
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)

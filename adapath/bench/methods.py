@@ -170,17 +170,16 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, workdir=None, encoder="hashing", batch=16)
-    out.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
-    out.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
-    out.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
-    out.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
-    out.add_argument("--level", default="explicit", help="question level")
-    out.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
-    out.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
-    out.add_argument("--no-real", action="store_true", help="scripted backend only")
-    return out
-
+    return parser(__doc__, {
+        "train": (100, "training questions (bank and PathMind)"),
+        "test": (30, "test questions with the scripted backend"),
+        "real-test": (3, "test questions with SmolLM2"),
+        "real-max-tokens": (96, "reply cap for SmolLM2 (CPU time)"),
+        "level": ("explicit", "question level"),
+        "methods": ("", "comma-separated subset (default: every registered one)"),
+        "pathmind-epochs": (2, "epochs of the tiny PathMind model"),
+        "no-real": (False, "scripted backend only"),
+    }, scale=0.05, workdir=None, encoder="hashing", batch=16)
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)

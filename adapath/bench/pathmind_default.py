@@ -128,17 +128,16 @@ def walk_volume(args) -> dict:
 
 
 def arguments():
-    out = parser(__doc__, scale=0.02)
-    out.add_argument("--train", type=int, default=320, help="generated training questions")
-    out.add_argument("--test", type=int, default=80, help="generated questions answered")
-    out.add_argument("--hops", default="1,2", help="the questions' hop counts")
-    out.add_argument("--models", default="default,paper,unpruned,mul,walk", help=f"Of {', '.join(MODELS)}.")
-    out.add_argument("--encoder", default="minilm", help="query and node-text encoder")
-    out.add_argument("--threads", type=int, default=1, help="torch and Numba threads")
-    out.add_argument("--walk-model", type=Path, default=None, help="a `pathmind train` model on this graph and "
-                     "questions: print only how much of its priority input the walk count explains")
-    return out
-
+    return parser(__doc__, {
+        "train": (320, "generated training questions"),
+        "test": (80, "generated questions answered"),
+        "hops": ("1,2", "the questions' hop counts"),
+        "models": ("default,paper,unpruned,mul,walk", f"Of {', '.join(MODELS)}."),
+        "encoder": ("minilm", "query and node-text encoder"),
+        "threads": (1, "torch and Numba threads"),
+        "walk-model": (None, "a `pathmind train` model on this graph and questions: print only how "
+                       "much of its priority input the walk count explains", Path),
+    }, scale=0.02)
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)

