@@ -78,8 +78,7 @@ def answers_output(path: Path):
 def model_output(folder: Path):
     from safetensors.numpy import load_file
 
-    tensors = load_file(str(folder / "model.safetensors"))
-    return {k: v.tobytes() for k, v in sorted(tensors.items())}
+    return {k: v.tobytes() for k, v in sorted(load_file(str(folder / "model.safetensors")).items())}
 
 
 def strays(folder: Path) -> list[str]:

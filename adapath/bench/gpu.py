@@ -111,8 +111,7 @@ def part_ppr(ctx: Context) -> str:
     fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out=out)  # into the kept pinned buffers
     ms["ranked"] = 1000 * (time.perf_counter() - clock) / (2 * half)
     parts = ", ".join(f"{k} {1000 * v / (2 * half):.3f}" for k, v in fused.device_seconds.items())
-    worst = max(v.max() for v in l1.values())
-    verdict = "ok" if worst <= 1e-5 else "ABOVE 1e-5"
+    verdict = "ok" if max(v.max() for v in l1.values()) <= 1e-5 else "ABOVE 1e-5"
     return (f"L1 per column max {l1['fused'].max():.2e} (fused step), {l1['sparse'].max():.2e} (sparse products) "
             f"over {n} columns ({verdict}); {width} columns: fused {ms['fused']:.2f} ms/column, "
             f"sparse {ms['sparse']:.2f} ms/column, fused and ranked on the device {ms['ranked']:.2f} ms/column "
@@ -185,8 +184,7 @@ def part_embedding(ctx: Context) -> str:
     progress = embed_all(graph, encoder, ctx.work / "emb-cuda", expect, "float32", chunk=8192)
     sample = np.random.default_rng(0).choice(graph.num_nodes, 256, replace=False)
     cpu = make_encoder("minilm", device="cpu").encode([node_text(graph, int(i)) for i in sample])
-    got = NodeStore.open(ctx.work / "emb-cuda", expect).rows(sample)
-    cosine = np.sum(cpu * got, axis=1)
+    cosine = np.sum(cpu * NodeStore.open(ctx.work / "emb-cuda", expect).rows(sample), axis=1)
     return (f"{progress.rate:,.0f} texts/s over {graph.num_nodes:,} node texts; "
             f"min cosine to the CPU on 256 of them {cosine.min():.5f}")
 
@@ -214,8 +212,7 @@ def write_tiny_llama(folder: Path, texts: list[str]) -> float:
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(torch.bfloat16)
-    model.save_pretrained(folder)
+    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return sum(p.stat().st_size for p in folder.iterdir()) / 1e6
 

@@ -33,8 +33,7 @@ LOSSES = ("format", "wrong pick among the K", "answer outside the K")
 def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int, seed: int):
     """(``train`` (record, level) pairs drawn from the others, ``val`` records held out), seeded."""
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(bank_records))
-    held = set(order[:val].tolist())
+    held = set(rng.permutation(len(bank_records))[:val].tolist())
     val_records = [r for i, r in enumerate(bank_records) if i in held]
     pool = [(r, level) for i, r in enumerate(bank_records) if i not in held for level in levels]
     picked = np.sort(rng.choice(len(pool), min(train, len(pool)), replace=False))
@@ -140,8 +139,7 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
             nodes = graph.index_of([int(v) for v in result.extra.get("prioritized", [])], missing="ignore")
             names = {normalize(graph.name(int(v))) for v in nodes if v >= 0}
             cell["first item outside the K"] += normalize(result.answer) not in names
-    order = [lv for lv in levels if lv in table] + ["all"]
-    return {lv: table[lv] for lv in order}
+    return {lv: table[lv] for lv in [lv for lv in levels if lv in table] + ["all"]}
 
 
 def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:

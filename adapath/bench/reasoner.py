@@ -33,8 +33,7 @@ def random_from_shape(shape: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape))
-    model.save_pretrained(out)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape)).save_pretrained(out)
     AutoTokenizer.from_pretrained(shape).save_pretrained(out)
     return out
 

@@ -85,8 +85,7 @@ def compare(results: list[dict], names: list[str]) -> str:
         env = r["environment"]
         lines.append(f"  {letter} = {name}: commit {(env['commit'] or 'unknown')[:10]}{' (dirty)' if env['dirty'] else ''}, "
                      f"{env['date']}, {describe(env)}")
-    flags = environment_flags([r["environment"] for r in results])
-    lines += [f"! {flag}" for flag in flags]
+    lines += [f"! {flag}" for flag in environment_flags([r["environment"] for r in results])]
     for key in sorted({k for r in results for k in r["settings"]}):
         values = [json.dumps(r["settings"].get(key)) for r in results]
         if len(set(values)) > 1:

@@ -57,8 +57,7 @@ def run(name: str, argv: list[str], save_result: Path | None = None, result_dir:
         cache: Path | None = None) -> Path:
     """Run bench ``name`` with its options ``argv``; write and return its result file."""
     module = module_of(name)
-    parser = module.arguments()
-    settings = settings_of(parser, argv)
+    settings = settings_of(module.arguments(), argv)
     if save_result is not None:
         check_writable(save_result)
     if cache is not None:
