@@ -1,6 +1,5 @@
-"""The inputs a bench names (a generated graph, its questions, a Path-Bank, a split of real
-records), built once under one cache folder (``ADAPATH_BENCH_CACHE``, else ~/.cache/adapath/bench)
-named by the blake2b of the request: a second bench asking for the same one reuses it."""
+"""The inputs a bench names (graph, questions, Path-Bank, split of real records), built once in a
+cache folder (``ADAPATH_BENCH_CACHE``) named by the request's blake2b, reused by every bench."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``adapath bench pathmind --real``: PathMind trained on the real BioStrat-QA dev records' bank
-half, answering the test half beside AdaPath on ``bench real-records``' inputs; models and
-answers kept, so a rerun does only what is missing (docs/benchmarks/pathmind_real.md)."""
+"""``bench pathmind --real``: PathMind trained on the real records' bank half, answering the test
+half beside AdaPath; models and answers kept and resumed (docs/benchmarks/pathmind_real.md)."""
 
 from __future__ import annotations
 

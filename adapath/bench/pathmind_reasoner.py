@@ -1,6 +1,5 @@
-"""The reasoner rows of ``adapath bench pathmind --real --reasoner N``: the paper's ablation rows
-of PathMind's reasoner with SmolLM2-135M-Instruct on the CPU; rows, adapters and timings kept
-under ``work/reasoner`` and reused (docs/benchmarks/pathmind_reasoner.md)."""
+"""``bench pathmind --real --reasoner N``: the paper's ablation rows of PathMind's reasoner with
+SmolLM2-135M on the CPU, kept under ``work/reasoner`` (docs/benchmarks/pathmind_reasoner.md)."""
 
 from __future__ import annotations
 

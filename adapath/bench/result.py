@@ -1,6 +1,5 @@
-"""One result format for every bench: the figures, the settings, the inputs and the machine
-(``environment``) in one JSON file (``result.schema.json``); ``compare`` sets the same bench's
-results side by side with each figure's ratio; ``markdown`` renders one as the docs show it."""
+"""One result format for every bench (figures, settings, inputs, machine; result.schema.json);
+``compare`` sets results side by side with each figure's ratio; ``markdown`` renders one."""
 
 from __future__ import annotations
 

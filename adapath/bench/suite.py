@@ -1,7 +1,6 @@
 """Runs a suite file (bench/cpu.suite, bench/gpu.suite): ``SECONDS NAME OPTIONS...`` a line,
-``budget SECONDS``, ``wheels REQUIREMENT...``, ``#`` comments, ``${NAME:-default}`` from the
-environment (an option left empty dropped). Each bench runs in a process of its own, capped;
-one that fails or runs out of time is reported and the rest still run."""
+``budget SECONDS``, ``wheels REQUIREMENT...``, ``#``, ``${NAME:-default}``; each bench in a process
+of its own, capped; one that fails or runs out of time is reported and the rest still run."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The one timing rule of every bench: each side is warmed up untimed (its Numba kernels
-compiled) before its first clocked run, the sides of a comparison alternate for ``--rounds``
-rounds and each side's best round is its figure; a long run says where it is on one line."""
+"""The timing rule of every bench: each side warmed up untimed (kernels compiled), the sides
+alternating for ``--rounds`` rounds, each side's best round its figure; a progress line."""
 
 from __future__ import annotations
 
