@@ -53,6 +53,7 @@ def arguments():
         "test": (200, "Generated test questions answered."),
     }, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     if args.queries != "generated":

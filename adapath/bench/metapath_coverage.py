@@ -32,6 +32,7 @@ def arguments():
     return parser(__doc__, {"sequences": ("1,8", "relation sequences per node path to compare")},
                   scale=0.1, seed=0, records_file=DEFAULT_RECORDS)
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     import pyarrow.parquet as pq

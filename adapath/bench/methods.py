@@ -181,6 +181,7 @@ def arguments():
         "no-real": (False, "scripted backend only"),
     }, scale=0.05, workdir=None, encoder="hashing", batch=16)
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     methods = all_methods()

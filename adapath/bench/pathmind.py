@@ -123,6 +123,7 @@ def arguments() -> argparse.ArgumentParser:
     })
     return out
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     args.encoder = args.encoder or ("minilm" if args.real else "hashing")

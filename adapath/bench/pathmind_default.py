@@ -139,6 +139,7 @@ def arguments():
                        "much of its priority input the walk count explains", Path),
     }, scale=0.02)
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     where = (f"kg synth --scale {args.scale} (seed 0); {args.train} training / {args.test} answered questions of "

@@ -140,6 +140,7 @@ def arguments():
                     "tree)"),
     }, scale=0.2, encoder="hashing", records=None)
 
+
 def main(argv: list[str] | None = None) -> None:
     parser = arguments()
     args = parser.parse_args(argv)

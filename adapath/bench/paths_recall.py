@@ -13,6 +13,7 @@ def arguments():
     return parser(__doc__, {"records": (200, "single-topic records planted and looked up")},
                   scale=0.1, records_file=DEFAULT_RECORDS)
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     import pyarrow.parquet as pq

@@ -252,6 +252,7 @@ def arguments() -> argparse.ArgumentParser:
     }, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
         split="test", levels=",".join(LEVELS), limit=0, batch=16)
 
+
 def main(argv: list[str] | None = None) -> None:
     cli = arguments()
     args = cli.parse_args(argv)

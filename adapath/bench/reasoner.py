@@ -59,6 +59,7 @@ def arguments():
         "rows": (8, "SFT rows in the reasoner data's format"), "steps": (8, "LoRA steps"),
     })
 
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     if args.export:

@@ -126,6 +126,7 @@ def arguments():
         "size": ("1400x900", "viewport WIDTHxHEIGHT (with --page)"),
     }, scale=0.05, seed=0, rounds=3)
 
+
 def main(argv: list[str] | None = None) -> None:
     cli = arguments()
     args = cli.parse_args(argv)
