@@ -29,11 +29,9 @@ class Suite:
 
 
 def expand(text: str, env: dict) -> str:
-    while True:
-        done = VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), text)
-        if done == text:
-            return done
+    while (done := VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), text)) != text:
         text = done
+    return text
 
 
 def drop_empty_options(tokens: list[str]) -> list[str]:
@@ -104,8 +102,7 @@ def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | N
     deadline = time.monotonic() + (budget or suite.budget or 10**9)
     rows = []
     for cap, name, options in suite.steps:
-        left = int(deadline - time.monotonic())
-        limit = min(int(cap * cap_factor), left)
+        limit = min(int(cap * cap_factor), int(deadline - time.monotonic()))
         row = {"bench": name, "options": shlex.join(options), "result": ""}
         rows.append(row)
         if limit < 10:
