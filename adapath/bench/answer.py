@@ -20,7 +20,8 @@ LEVELS = ("explicit", "implicit", "bare")
 
 
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
-    """Node embeddings as ``kg embed`` computes them (CPU); their seconds kept in ``work``."""
+    """Node embeddings as ``kg embed`` computes them (CPU); their seconds kept in ``work`` (a rerun
+    reports the one-time cost measured)."""
     from adapath.bench.inputs import inputs
     from adapath.retrieval.dense import make_encoder, resolve_backend
 

@@ -122,7 +122,8 @@ def graph_text(graph, kg_dir, config):
 
 
 def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
-    """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm``."""
+    """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm`` queries
+    (default: a batch): kernels compiled, the kept runner's PPR arrays mapped, as in a long build."""
     from adapath.bank.build import build_bank
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build

@@ -1,5 +1,6 @@
 """The inputs a bench names (graph, questions, Path-Bank, split of real records), built once in a
-cache folder (``ADAPATH_BENCH_CACHE``) named by the request's blake2b, reused by every bench."""
+cache folder (``ADAPATH_BENCH_CACHE``, else ~/.cache/adapath/bench) named by the request's blake2b:
+a second bench asking for the same one reuses it."""
 
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ def key_of(request, size: int = 8) -> str:
 
 
 class Inputs:
-    """Builds or reuses the inputs under ``root``; ``built`` and ``used`` for the result."""
+    """Builds or reuses the inputs under ``root``; ``built``: what it built, ``used``: folders."""
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root is not None else cache_root()

@@ -1,6 +1,7 @@
 """Every registered method on one generated graph: EM, recall, LLM calls, tokens and seconds per
-query with a scripted model that follows each prompt's format (and SmolLM2-135M on a few), beside
-the papers' figures. Each method first answers one question untimed (its kernels compiled)."""
+query with a scripted model that follows each prompt's format and never stops early (and with
+SmolLM2-135M on a few), beside the originals' call bounds and the papers' figures. Each method first
+answers one question untimed (its kernels compiled)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,8 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:
-    """``count`` generated questions describing their answer, none with a test (topic, answer)."""
+    """``count`` generated questions describing their answer, none with a test record's (topic,
+    answer) pair (checked again on those read from the bench cache)."""
     from adapath.datasets.generate import topic_answer_pairs
 
     held = topic_answer_pairs(test)
@@ -102,7 +103,9 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
 
 
 def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
-    """Per hop count, why the K selected entities miss every answer: the first ``FAILURES``."""
+    """Per hop count, why a question's K selected entities miss every valid answer: the first of
+    ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected entity of an
+    answer's type at the nearest answer's depth)."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)

@@ -91,7 +91,8 @@ def row_summary(results: list, query_set, graph, report_dir: Path, seconds: floa
 
 def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict], levels: list[str], params: dict,
                llm, tag: str, timings: Path) -> tuple[list, float | None]:
-    """A row's answers (resumed) and its wall seconds per question, kept in ``timings``."""
+    """A row's answers (resumed) and its wall seconds per question, kept in ``timings``: the
+    measure of the run that answered them."""
     out = setup.work / "answers" / split / f"{name}.jsonl"
     before = sum(1 for _ in out.open()) if out.is_file() else 0
     clock = time.perf_counter()
