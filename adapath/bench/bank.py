@@ -352,7 +352,6 @@ def main(argv: list[str] | None = None) -> None:
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
     both = solves(config, args)
-    certified = both["certified"]
     peak, growth = {}, {}  # per side, the largest over rounds: its peak, and its peak above its start
 
     def side(name, measure):
@@ -381,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     ref_rhos = rounds.values["reference"][-1][1]
     runner = BatchRunner(graph, graph_text(graph, kg_dir, config), config)
     exact_rhos = our_rhos(runner, reference_queries)
-    cert_runner = BatchRunner(graph, runner.text, certified)
+    cert_runner = BatchRunner(graph, runner.text, both["certified"])
     cert_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder, slack=args.slack)
     jaccard = {k: jaccard_top(cert_rhos, exact_rhos, k) for k in config.ladder}
     # what the build runs: the first rung certified (a pair whose corridor climbs is solved again)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from adapath.bench.inputs import inputs, names, parser, smollm2, workdir
+from adapath.bench.pathmind import training_inputs
 from adapath.bench.result import figure_tables, report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import query_from_record, records_query_set
@@ -116,17 +117,15 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
         import torch
 
         from adapath.methods.pathmind import train as pm
-        from adapath.retrieval.dense import NodeEmbeddings, make_encoder
     except ImportError as exc:
         needs["model"] = f"PathMind needs torch ({exc.name} is missing)"
         return needs
     model_dir = work / "pathmind"
     if not (model_dir / "model.safetensors").exists():
         torch.manual_seed(0)
-        encoder = make_encoder(args.encoder)
         config = pm.TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
-        features = pm.Features(graph, NodeEmbeddings(graph, encoder), config.hops)
-        model, history = pm.train(graph, pm.make_examples(graph, train, encoder), features, config)
+        _, examples, features = training_inputs(graph, train, args.encoder, config.hops)
+        model, history = pm.train(graph, examples, features, config)
         pm.save_checkpoint(model, config, graph, model_dir, history)
     needs["model"] = model_dir
     return needs

@@ -18,16 +18,21 @@ from adapath.datasets.biostrat import query_from_record
 from adapath.llm import ScriptedBackend
 
 
-def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
-    """(graph, records, encoder, examples, features) of ``count`` questions at ``scale``."""
+def training_inputs(graph, records: list[dict], encoder_spec: str, hops: int = 3) -> tuple:
+    """(encoder, training examples, features) of ``records``, as training reads them."""
     from adapath.methods.pathmind.train import Features, make_examples
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
+    encoder = make_encoder(encoder_spec)
+    features = Features(graph, NodeEmbeddings(graph, encoder), hops)
+    return encoder, make_examples(graph, records, encoder), features
+
+
+def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
+    """(graph, records, encoder, examples, features) of ``count`` questions at ``scale``."""
     graph, _ = inputs().graph(scale, 0)
     records = inputs().questions(graph, count, seed=1)
-    encoder = make_encoder(encoder_spec)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
-    return graph, records, encoder, make_examples(graph, records, encoder), features
+    return graph, records, *training_inputs(graph, records, encoder_spec)
 
 
 def time_epochs(args) -> list[dict]:

@@ -15,6 +15,7 @@ import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import inputs, names, parser
+from adapath.bench.pathmind import training_inputs
 from adapath.bench.pathmind_models import MODELS, model_settings
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record
@@ -49,15 +50,12 @@ def run(args) -> list[dict]:
     import torch
 
     from adapath.methods.pathmind.infer import PathMind
-    from adapath.methods.pathmind.train import Features, make_examples, train
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.methods.pathmind.train import train
 
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     graph, fit, test = questions(args)
-    encoder = make_encoder(args.encoder)
-    examples = make_examples(graph, fit, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    encoder, examples, features = training_inputs(graph, fit, args.encoder)
     queries = [query_from_record(r, "explicit") for r in test]
     gold = [set(r["valid_answer_names"]) for r in test]
     rows = []
@@ -94,14 +92,11 @@ def walk_volume(args) -> dict:
     import torch
 
     from adapath.methods.pathmind.model import signed_log
-    from adapath.methods.pathmind.train import Features, load_checkpoint, make_examples
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.methods.pathmind.train import load_checkpoint
 
     model, config = load_checkpoint(args.walk_model)
     graph, _, records = questions(args)
-    encoder = make_encoder(config.encoder)
-    examples = make_examples(graph, records, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+    _, examples, features = training_inputs(graph, records, config.encoder, config.hops)
     n = graph.num_nodes
     rows = np.repeat(np.arange(n), np.diff(graph.indptr))
     adjacency = sp.csr_matrix((np.ones(len(rows)), (rows, np.asarray(graph.indices))), shape=(n, n))
