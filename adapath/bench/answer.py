@@ -1,7 +1,6 @@
-"""AdaPath inference: queries/s with ``--llm none``, ms per stage, Path-Bank matching ms/query, LLM
-calls and prompt tokens per query (scripted backend); ``--queries biostrat:FILE`` on real records
-per scorer, ``--compare REV`` against git revision REV's code. Every timed pass follows an untimed
-answer of two questions, which compiles the Numba kernels."""
+"""AdaPath inference: queries/s with ``--llm none``, ms per stage, Path-Bank matching, LLM calls
+and prompt tokens per query; ``--queries biostrat:FILE``: real records per scorer, ``--compare REV``
+beside REV's code. Each timed pass follows an untimed answer of two questions (kernels compiled)."""
 
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ LEVELS = ("explicit", "implicit", "bare")
 
 
 def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
-    """Node embeddings as ``kg embed`` computes them (CPU); the seconds kept beside the work folder
-    (a rerun reports the one-time cost measured)."""
+    """Node embeddings as ``kg embed`` computes them (CPU); their seconds kept in ``work`` (a rerun
+    reports the one-time cost measured)."""
     from adapath.bench.inputs import inputs
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
@@ -44,15 +43,16 @@ def embed_once(graph, kg: Path, spec: str, work: Path) -> tuple[float, str]:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: --compare runs REV's code
 
-    out = parser(__doc__, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
-    out.add_argument("--queries", default="generated", help="generated or biostrat:FILE (planted as in real-records)")
-    out.add_argument("--scorers", default="walk,beam", help="with biostrat: the scorers answered (walk, beam).")
-    out.add_argument("--compare", metavar="REV", help="with biostrat: also answer with git revision REV's code")
-    out.add_argument("--question-backend", default="torch", choices=("torch", "openvino"), help="with biostrat: "
-                     "the CPU route encoding the questions")
-    out.add_argument("--train", type=int, default=300, help="Generated training questions in the bank.")
-    out.add_argument("--test", type=int, default=200, help="Generated test questions answered.")
-    return out
+    return parser(__doc__, {
+        "queries": ("generated", "generated or biostrat:FILE (planted as in real-records)"),
+        "scorers": ("walk,beam", "with biostrat: the scorers answered (walk, beam)."),
+        "compare": (None, "with biostrat: also answer with git revision REV's code",
+                    {"metavar": "REV"}),
+        "question-backend": ("torch", "with biostrat: the CPU route encoding the questions",
+                             {"choices": ("torch", "openvino")}),
+        "train": (300, "Generated training questions in the bank."),
+        "test": (200, "Generated test questions answered."),
+    }, scale=1.0, encoder="minilm", batch=16, limit=0, work=None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,15 +118,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def clock_stages(pipeline, levels) -> dict[str, float]:
-    """Wall seconds inside each stage of ``pipeline.answer`` from now on (nested stages included);
-    instances' attributes wrapped (gone with the pipeline), classes' and modules' for good."""
+    """Wall seconds inside each stage of ``pipeline.answer`` from now on (nested ones included)."""
     from adapath.engine import traverse
     from adapath.methods import walk_scorer
 
     seconds, planner = defaultdict(float), pipeline.planner
 
     def wrap(owner, attribute: str, stage: str, afresh: bool = False) -> None:
-        if afresh:  # a class's or module's function: wrapped from its original, kept aside once
+        if afresh:  # a class's or module's function (for good): from its original, kept once
             setattr(owner, f"_bench_{attribute}", getattr(owner, f"_bench_{attribute}", getattr(owner, attribute)))
         inner = getattr(owner, f"_bench_{attribute}" if afresh else attribute)
 
@@ -171,16 +170,13 @@ def stages_ms(pipeline, queries, batch: int, levels) -> dict[str, float]:
     return {**{k: 1000 * v / len(queries) for k, v in stages.items()}, "total": 1000 * total / len(queries)}
 
 
-def answer_all(pipeline, queries, batch: int):
-    results = []
-    for lo in range(0, len(queries), batch):
-        results += pipeline.answer(queries[lo:lo + batch])
-    return results
+def answer_all(pipeline, queries, batch: int):  # methods.run's, which a --compare revision may lack
+    return [r for lo in range(0, len(queries), batch)
+            for r in pipeline.answer(queries[lo:lo + batch])]
 
 
 def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
-    """Queries/s of a fresh pipeline over ``queries`` after a warm-up batch, and the results
-    as JSON (the seconds of usage dropped: they differ run to run)."""
+    """Queries/s of a fresh pipeline after a warm-up; its results, usage seconds dropped."""
     pipeline = make()
     pipeline.answer(queries[:2])  # warm-up: kernel compile, page cache
     clock = time.perf_counter()
@@ -188,13 +184,12 @@ def timed_answers(make, queries, batch: int) -> tuple[float, list[dict]]:
     rate = len(queries) / (time.perf_counter() - clock)
     out = [r.to_json() for r in results]
     for obj in out:
-        obj["usage"].pop("seconds", None)
+        obj["usage"].pop("seconds", None)  # differs run to run
     return rate, out
 
 
 def real_setup(args):
-    """bench real-records' planted graph, bank and node store (the bench cache, or ``--work``); the
-    test half's questions at every level, level by level as it answers them."""
+    """bench real-records' graph, bank and node store; the test half's questions, level by level."""
     from types import SimpleNamespace
 
     from adapath.bench.inputs import evenly_spaced, inputs
@@ -225,9 +220,8 @@ def make_pipeline(graph, kg: Path, bank: Path, encoder_spec: str, params: dict, 
 
 
 def answer_child(job: Path) -> None:
-    """The --compare side: the job's questions answered by the adapath on PYTHONPATH (the
-    revision's), rates and results written. Only the API every revision has: KnowledgeGraph.load,
-    the method registry, Result.to_json, methods.base's Query (adapath.contract is newer)."""
+    """The --compare side: the job answered by the revision's adapath, through only the API every
+    revision has (KnowledgeGraph.load, the registry, Result.to_json, methods.base's Query)."""
     from adapath.engine.graph import KnowledgeGraph
     from adapath.methods.base import Query
 
@@ -274,8 +268,7 @@ def same(a, b, rel: float) -> bool:
 
 
 def identical(ours: list[dict], theirs: list[dict]) -> dict[str, float]:
-    """Shares of (id, level) whose answer, paths and explored nodes, whole result (scores to 1e-5
-    relative) and whole result exactly equal the other side's."""
+    """Shares of (id, level) whose answer, paths and explored, result (to 1e-5) and result equal."""
     by_key = {(r["id"], r["level"]): r for r in theirs}
     pairs = [(r, by_key.get((r["id"], r["level"]), {})) for r in ours]
     return {"answer": sum(r["answer"] == t.get("answer") for r, t in pairs) / len(pairs),

@@ -1,26 +1,31 @@
-"""Path-Bank build throughput, ours (exact and certified PPR) against a per-query igraph reference
-pipeline: ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds), corridor
-Jaccard, path agreement, peak memory; the GPU builds where there is one; ``--threads`` the per-pair
-stage's thread scaling; ``--executor ray`` Ray workers. Every timed build follows an untimed build
-of one batch, which compiles the Numba kernels."""
+"""Path-Bank build throughput, ours (exact and certified PPR) against a per-query igraph reference:
+ms/query by stage, queries/s, speedup (best of ``--rounds`` alternating rounds), corridor Jaccard,
+path agreement, peak memory; the GPU builds; ``--threads`` the per-pair stage's thread scaling;
+``--executor ray`` Ray workers. Each timed build follows an untimed one (kernels compiled)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import gc
+import logging
 import os
 import resource
+import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
+from adapath.bank.config import BankConfig
 from adapath.bench.environment import proc_field
+from adapath.bench.gpu import cuda_devices
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
-from adapath.bench.timing import Line, Measured, alternate
+from adapath.bench.timing import Line, Measured, alternate, timed
 from adapath.datasets.biostrat import training_queries
+from adapath.engine.weights import query_weights
+from adapath.executors import LocalExecutor, arrays_nbytes
 
 STAGES = ("text", "weights", "ppr", "corridor", "paths")
 
@@ -40,7 +45,7 @@ def rss_mib(field: str = "VmHWM") -> float:
 
 
 def reference_pipeline(graph, queries, config):
-    """Per-query pipeline with materialized weights and igraph; returns (seconds, rho list)."""
+    """(seconds by stage, rho per query) of a per-query pipeline: materialized weights, igraph."""
     import bm25s
     import igraph
 
@@ -110,18 +115,20 @@ def reference_pipeline(graph, queries, config):
     return seconds, rhos
 
 
+def graph_text(graph, kg_dir, config):
+    from adapath.retrieval.bm25 import GraphText
+
+    return GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+
+
 def ours(graph, kg_dir, queries, config, workdir, name, pipeline=None, warm=None):
     """(runner, seconds, stage seconds) of a fresh build after an untimed one of ``warm`` queries
     (default: a batch): kernels compiled, the kept runner's PPR arrays mapped, as in a long build."""
-    import shutil
-
     from adapath.bank.build import build_bank
-    from adapath.executors import LocalExecutor
-    from adapath.retrieval.bm25 import GraphText
 
     for old in (workdir / name, workdir / f"{name}-warmup"):  # always a fresh build
         shutil.rmtree(old, ignore_errors=True)
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     executor = LocalExecutor(threads=os.cpu_count() or 1, pipeline=pipeline)
     build_bank(graph, queries[:warm or config.batch], workdir / f"{name}-warmup", config, executor, text=text)
     executor.worker.runner.ppr.device_seconds.clear()  # the timed build's own
@@ -146,10 +153,8 @@ def path_agreement(exact: Path, other: Path) -> float:
 
 
 def our_rhos(runner, queries, ladder=None, slack=0.0):
-    """rho of our batched PPR for the reference queries (same text, topic, answer); with a
-    ladder, the certified solve."""
+    """rho of our batched PPR for the reference queries; with a ladder, the certified solve."""
     from adapath.bank.build import query_pairs
-    from adapath.engine.weights import query_weights
 
     level = runner.config.level
     pairs = [query_pairs(runner.graph, q, level, i)[-1] for i, q in enumerate(queries)]
@@ -169,39 +174,29 @@ class Recording:
     def run(self, tasks, on_result):
         def record(index, result):
             self.in_task.append(result.ended - result.started)
-            clock = time.perf_counter()
-            on_result(index, result)
-            self.commit_seconds.append(time.perf_counter() - clock)
+            self.commit_seconds.append(timed(on_result, index, result)[0])
 
         self.inner.run(tasks, record)
 
 
 def recorded_build(graph, queries, config, executor, out, text):
     """(seconds, Recording) of one fresh build."""
-    import shutil
-
     from adapath.bank.build import build_bank
 
     shutil.rmtree(out, ignore_errors=True)
     recording = Recording(executor)
-    clock = time.perf_counter()
-    build_bank(graph, queries, out, config, recording, text=text)
-    return time.perf_counter() - clock, recording
+    return timed(build_bank, graph, queries, out, config, recording, text=text)[0], recording
 
 
 def scaling(args, graph, kg_dir, queries, config, work):
     """Queries/s of the local executor and of Ray workers, put time, per-task overhead."""
-    import logging
-
     import ray
 
     from adapath.bank.worker import bank_worker_spec
-    from adapath.executors import LocalExecutor, arrays_nbytes
     from adapath.executors.ray import RayExecutor
-    from adapath.retrieval.bm25 import GraphText
 
     counts = [int(v) for v in args.workers.split(",")]
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     n = len(queries)
     # warm-up: one small batch per worker (worker start-up, kernel loading)
     warm, warm_config = queries[: 2 * max(counts)], dataclasses.replace(config, batch=2)
@@ -225,9 +220,8 @@ def scaling(args, graph, kg_dir, queries, config, work):
     puts, starts, overheads = [], [], {}
     for workers in counts:
         executor = RayExecutor(workers=workers)
-        clock = time.perf_counter()
-        recorded_build(graph, warm, warm_config, executor, work / f"warm-ray-{workers}", text)
-        starts.append(time.perf_counter() - clock)
+        warm_out = work / f"warm-ray-{workers}"
+        starts.append(timed(recorded_build, graph, warm, warm_config, executor, warm_out, text)[0])
         puts.append(executor.put_seconds)
         seconds, rec = recorded_build(graph, queries, config, executor, work / f"ray-{workers}", text)
         puts.append(executor.put_seconds)
@@ -263,16 +257,14 @@ def jaccard_top(rhos_a, rhos_b, k) -> float:
 
 
 def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
-    """Pairs/s of the per-pair stage (``BatchRunner.paths``) at each thread count on the same
-    batches solved once (exact), the best of ``--rounds`` alternating rounds: the JSON part."""
+    """Pairs/s of ``BatchRunner.paths`` by thread count on the same solved batches."""
     import numba
 
     from adapath.bank.build import plan_batches
     from adapath.bank.runner import STAGES, BatchRunner, PairStageTime
-    from adapath.retrieval.bm25 import GraphText
 
     counts = sorted({1, *(int(v) for v in args.threads.split(","))})
-    text = GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b)
+    text = graph_text(graph, kg_dir, config)
     solver = BatchRunner(graph, text, config, threads=max(counts))
     seconds = dict.fromkeys(STAGES, 0.0)
     solved = [solver.solve(batch.pairs, seconds) for batch in plan_batches(graph, queries, config.level, config.batch)]
@@ -289,43 +281,39 @@ def pair_stage_scaling(args, graph, kg_dir, queries, config, load_at_start):
     # warm-up: kernels loaded, scratch mapped; then the thread counts alternate
     done = alternate({t: side(r) for t, r in runners.items()}, args.rounds,
                      warm={t: lambda r=r: r.paths(solved[0], dict.fromkeys(STAGES, 0.0)) for t, r in runners.items()})
-    best = {t: done.best_value(t)[0] for t in counts}
-    thread_seconds = {t: done.best_value(t)[1] for t in counts}
-    pairs = best[1].pairs
+    best = {t: done.best_value(t) for t in counts}  # (pair stage time, thread seconds)
+    one, pairs = best[1][0], best[1][0].pairs
+    runs = {t: {"pairs_per_s": pairs / timing.wall, "ratio": one.wall / timing.wall,
+                "wall_s": timing.wall, "thread_ms_per_pair": 1000 * thread / pairs,
+                "compiled_s": timing.compiled, "gil_share": timing.gil_share,
+                "workers": runners[t].pair_stage().workers} for t, (timing, thread) in best.items()}
     result = {"pairs": pairs, "batches": len(solved), "numba_threads": numba.config.NUMBA_NUM_THREADS,
-              "load_average_at_start": load_at_start, "runs": {}}
-    for t in counts:
-        timing = best[t]
-        result["runs"][t] = {"pairs_per_s": pairs / timing.wall, "ratio": best[1].wall / timing.wall,
-                             "wall_s": timing.wall, "thread_ms_per_pair": 1000 * thread_seconds[t] / pairs,
-                             "compiled_s": timing.compiled, "gil_share": timing.gil_share,
-                             "workers": runners[t].pair_stage().workers}
-    return {"pair_stage_scaling": {t: run["ratio"] for t, run in result["runs"].items()}, "pair_stage": result}
+              "load_average_at_start": load_at_start, "runs": runs}
+    return {"pair_stage_scaling": {t: r["ratio"] for t, r in runs.items()}, "pair_stage": result}
 
 
 def arguments():
-    out = parser(__doc__, scale=1.0, seed=0, rounds=3, workdir=None)
-    add = out.add_argument
-    add("--queries", type=int, default=256, help="generated training queries built by ours")
-    add("--reference-queries", type=int, default=12, help="of those, run by the reference")
-    add("--batch", type=int, default=32, help="queries per batch on the CPU")
-    add("--gpu-batch", default="64", help="queries per batch on the GPU (pipelined: the next batch is solved "
-        "while this one's corridors run); auto: from the device's free memory")
-    add("--threads", default="", help="thread counts for the per-pair stage's scaling table, e.g. 1,2")
-    add("--pair-stage-only", action="store_true", help="with --threads: only the per-pair stage's scaling table")
-    add("--pipeline", action="store_true", help="pipeline the CPU builds too (the GPU builds always are)")
-    add("--tol", type=float, default=1e-8, help="PPR tolerance of the exact solve")
-    add("--slack", type=float, default=0.0, help="certified solve: --certify-slack")
-    add("--certified-precision", choices=("float32", "float16"), default="float32",
-        help="certified solve: --dense-precision (the exact side stays float32)")
-    add("--curve", default="", help="scales for the cost curve, e.g. 0.2,0.5,1.0,2.0")
-    add("--curve-queries", type=int, default=64, help="queries per scale of the curve")
-    add("--executor", choices=("local", "ray"), default="local",
-        help="ray: queries/s of Ray workers next to the local executor (no reference)")
-    add("--workers", default="1,2", help="with --executor ray: worker counts to run")
-    add("--project-nodes", default="1,2,4,8,16", help="with --executor ray: node counts of the projected table")
-    add("--cores-per-node", type=int, default=32, help="with --executor ray: workers per node in the projection")
-    return out
+    return parser(__doc__, {
+        "queries": (256, "generated training queries built by ours"),
+        "reference-queries": (12, "of those, run by the reference"),
+        "batch": (32, "queries per batch on the CPU"),
+        "gpu-batch": ("64", "queries per batch on the GPU (pipelined: the next batch is solved "
+                      "while this one's corridors run); auto: from the device's free memory"),
+        "threads": ("", "thread counts for the per-pair stage's scaling table, e.g. 1,2"),
+        "pair-stage-only": (False, "with --threads: only the per-pair stage's scaling table"),
+        "pipeline": (False, "pipeline the CPU builds too (the GPU builds always are)"),
+        "tol": (1e-8, "PPR tolerance of the exact solve"),
+        "slack": (0.0, "certified solve: --certify-slack"),
+        "certified-precision": ("float32", "certified solve: --dense-precision (the exact side "
+                                "stays float32)", {"choices": ("float32", "float16")}),
+        "curve": ("", "scales for the cost curve, e.g. 0.2,0.5,1.0,2.0"),
+        "curve-queries": (64, "queries per scale of the curve"),
+        "executor": ("local", "ray: queries/s of Ray workers next to the local executor (no "
+                     "reference)", {"choices": ("local", "ray")}),
+        "workers": ("1,2", "with --executor ray: worker counts to run"),
+        "project-nodes": ("1,2,4,8,16", "with --executor ray: node counts of the projected table"),
+        "cores-per-node": (32, "with --executor ray: workers per node in the projection"),
+    }, scale=1.0, seed=0, rounds=3, workdir=None)
 
 
 def solves(config, args) -> dict:
@@ -333,18 +321,21 @@ def solves(config, args) -> dict:
                                                               dense_precision=args.certified_precision)}
 
 
+def generated_queries(graph, count: int, seed: int) -> tuple[list, list]:
+    """(training queries generated on ``graph``, those with one topic)."""
+    queries = training_queries(inputs().questions(graph, count, seed + 1))
+    return queries, [q for q in queries if len(q.topic_ids) == 1]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     load_at_start = round(os.getloadavg()[0], 1)
 
-    from adapath.bank.build import BankConfig
     from adapath.bank.runner import BatchRunner
-    from adapath.retrieval.bm25 import GraphText
 
     work = workdir(args.workdir, "bench_bank_")
     graph, kg_dir = inputs().graph(args.scale, args.seed)
-    queries = training_queries(inputs().questions(graph, args.queries, args.seed + 1))
-    single = [q for q in queries if len(q.topic_ids) == 1]
+    queries, single = generated_queries(graph, args.queries, args.seed)
     config = BankConfig(batch=args.batch, tol=args.tol)
     if args.executor == "ray":
         return scaling(args, graph, kg_dir, queries, config, work)
@@ -361,7 +352,6 @@ def main(argv: list[str] | None = None) -> None:
     reference_queries = single[: args.reference_queries]
     n_ours, n_ref = len(single), len(reference_queries)
     both = solves(config, args)
-    certified = both["certified"]
     peak, growth = {}, {}  # per side, the largest over rounds: its peak, and its peak above its start
 
     def side(name, measure):
@@ -388,9 +378,9 @@ def main(argv: list[str] | None = None) -> None:
     # ours warm up inside each round (an untimed build of one batch); igraph has no kernel to compile
     rounds = alternate(sides, args.rounds, warm=dict.fromkeys(sides), line=Line("bank"))
     ref_rhos = rounds.values["reference"][-1][1]
-    runner = BatchRunner(graph, GraphText.for_graph(graph, kg_dir, k1=config.bm25_k1, b=config.bm25_b), config)
+    runner = BatchRunner(graph, graph_text(graph, kg_dir, config), config)
     exact_rhos = our_rhos(runner, reference_queries)
-    cert_runner = BatchRunner(graph, runner.text, certified)
+    cert_runner = BatchRunner(graph, runner.text, both["certified"])
     cert_rhos = our_rhos(cert_runner, reference_queries, ladder=config.ladder, slack=args.slack)
     jaccard = {k: jaccard_top(cert_rhos, exact_rhos, k) for k in config.ladder}
     # what the build runs: the first rung certified (a pair whose corridor climbs is solved again)
@@ -419,9 +409,7 @@ def main(argv: list[str] | None = None) -> None:
         **scaling_result,
     }
     try:  # the GPU, when CuPy and a device are present
-        import cupy
-
-        has_gpu = cupy.cuda.runtime.getDeviceCount() > 0
+        has_gpu = cuda_devices() > 0
     except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: the same answer
         has_gpu = False
     if has_gpu:
@@ -450,13 +438,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def scale_curve(args, work):
     """ms/query of the exact and the certified build at each scale (no reference)."""
-    from adapath.bank.build import BankConfig
-
     rows = {}
     for scale in [float(v) for v in args.curve.split(",")]:
         graph, kg_dir = inputs().graph(scale, args.seed)
-        queries = [q for q in training_queries(inputs().questions(graph, args.curve_queries, args.seed + 1))
-                   if len(q.topic_ids) == 1]
+        queries = generated_queries(graph, args.curve_queries, args.seed)[1]
         config = BankConfig(batch=args.batch, tol=args.tol)
         got, runners = {}, {}
         for name, cfg in solves(config, args).items():

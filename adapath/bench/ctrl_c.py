@@ -1,16 +1,10 @@
 """Ctrl-C at random instants into the long commands: each must end with one line and exit 130,
 keep nothing half-written, and its rerun must resume to the output an uninterrupted run gives.
 
-On a generated graph, each command runs twice uninterrupted (the reference output; T, the second
-run's wall time, once the first compiled the kernels and filled the graph's caches), then TRIES
-times: SIGINT at a uniformly random instant in [0.5 s, T] (before 0.5 s Python itself may still
-be starting: its own two-line traceback), then a rerun to completion. Batches of 4,
-NUMBA_NUM_THREADS=2: ``bank`` (the rerun's paths equal the reference bank's), ``answer`` (AdaPath;
-result lines equal, LLM usage aside), ``pathmind-answer`` (with the reference's PathMind model),
-``pathmind-train`` (nothing written; the rerun's weights equal the reference model's). A try the
-command outran (it ended, or exited 0 as the signal came) counts apart, finished first, and
-shortens T. The table: per command, tries, clean (exit 130, the last stderr line `adapath:
-interrupted...`, no traceback), resumed to the same output, and finished first.
+Each command (``bank``, ``answer``, ``pathmind-answer``, ``pathmind-train``; batches of 4,
+NUMBA_NUM_THREADS=2) runs twice uninterrupted on a generated graph (the reference; T: the second
+run's wall time), then TRIES times SIGINT at a random instant in [0.5 s, T] and a rerun to the
+end (docs/benchmarks/bench_ctrl_c.md). A try the command outran counts apart and shortens T.
 """
 
 from __future__ import annotations
@@ -22,11 +16,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from adapath.bench.inputs import names, parser
+from adapath.bench.inputs import names, parser, say, workdir
+from adapath.bench.result import report
+from adapath.bench.timing import timed
 
 COMMANDS = ("bank", "answer", "pathmind-answer", "pathmind-train")
 
@@ -47,13 +41,12 @@ def run(args: list[str]) -> subprocess.CompletedProcess:
 
 
 def interrupted(args: list[str], delay: float) -> tuple[int | None, list[str]]:
-    """Start ``args``, SIGINT after ``delay`` seconds; (exit status, stderr lines); status None
-    when the command had finished before the signal."""
+    """(exit status, stderr lines) of ``args`` sent SIGINT after ``delay`` s (None: it finished)."""
     proc = subprocess.Popen(args, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    finished = True
     try:
         proc.wait(delay)
-        finished = True
     except subprocess.TimeoutExpired:
         finished = False
         proc.send_signal(signal.SIGINT)
@@ -77,19 +70,15 @@ def bank_output(folder: Path):
 
 
 def answers_output(path: Path):
-    lines = []
-    for line in path.read_text().splitlines():
-        obj = json.loads(line)
-        obj.pop("usage", None)
-        lines.append(json.dumps(obj, sort_keys=True))
-    return sorted(lines)
+    objects = [json.loads(line) for line in path.read_text().splitlines()]
+    return sorted(json.dumps({k: v for k, v in o.items() if k != "usage"}, sort_keys=True)
+                  for o in objects)
 
 
 def model_output(folder: Path):
     from safetensors.numpy import load_file
 
-    tensors = load_file(str(folder / "model.safetensors"))
-    return {k: v.tobytes() for k, v in sorted(tensors.items())}
+    return {k: v.tobytes() for k, v in sorted(load_file(str(folder / "model.safetensors")).items())}
 
 
 def strays(folder: Path) -> list[str]:
@@ -98,20 +87,18 @@ def strays(folder: Path) -> list[str]:
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, seed=0)
-    out.add_argument("--tries", type=int, default=20, help="interrupted tries per command")
-    out.add_argument("--train", type=int, default=120, help="generated training questions")
-    out.add_argument("--test", type=int, default=40, help="generated test questions")
-    out.add_argument("--commands", default=",".join(COMMANDS), help=f"Of {', '.join(COMMANDS)}.")
-    out.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
-    return out
+    return parser(__doc__, {
+        "tries": (20, "interrupted tries per command"),
+        "train": (120, "generated training questions"), "test": (40, "generated test questions"),
+        "commands": (",".join(COMMANDS), f"Of {', '.join(COMMANDS)}."),
+        "work": (None, "work folder (default: a temporary one)", Path),
+    }, scale=0.05, seed=0)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
     commands = names("--commands", args.commands, COMMANDS)
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-ctrl-c-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = workdir(args.work, "bench-ctrl-c-")
     rng = random.Random(args.seed)
     kg, train, test = work / "kg", work / "train.jsonl", work / "test.jsonl"
     run(cli("kg", "synth", "--scale", args.scale, "--seed", 0, "--out", kg, "--force"))
@@ -140,51 +127,45 @@ def main(argv: list[str] | None = None) -> None:
             continue
         make, name, read = plan[command]
         run(make(work / name))  # the first run also compiles kernels and fills the graph's caches
-        start = time.perf_counter()
-        run(make(work / "warm" / name))  # T: a run as the tries make it
-        references[command] = (time.perf_counter() - start, read(work / name))
+        seconds = timed(run, make(work / "warm" / name))[0]  # T: a run as the tries make it
+        references[command] = (seconds, read(work / name))
         if read(work / "warm" / name) != references[command][1]:
             sys.exit(f"{command}: two uninterrupted runs differ; nothing to compare a resumed run with")
-        print(f"reference {command}: {references[command][0]:.1f} s", file=sys.stderr, flush=True)
+        say(f"reference {command}: {references[command][0]:.1f} s")
 
     rows = []
     for command in commands:
         make, name, read = plan[command]
         seconds, expected = references[command]
-        counts = {"tries": 0, "clean": 0, "same output": 0, "finished first": 0}
+        counts = dict.fromkeys(("interrupted", "clean_exit_130_one_line", "rerun_equals_reference",
+                                "finished_first"), 0)
         for attempt in range(3 * args.tries):  # until TRIES tries were interrupted
-            if counts["tries"] == args.tries:
+            if counts["interrupted"] == args.tries:
                 break
-            if tries.exists():
-                shutil.rmtree(tries)
+            shutil.rmtree(tries, ignore_errors=True)
             tries.mkdir()
             out = tries / name
             delay = rng.uniform(0.5, seconds)
             code, lines = interrupted(make(out), delay)
             if code is None:
-                counts["finished first"] += 1
+                counts["finished_first"] += 1
                 seconds = min(seconds, delay)
                 continue
-            counts["tries"] += 1
+            counts["interrupted"] += 1
             left = strays(tries)
             ok = clean(code, lines) and not left and not (command == "pathmind-train" and out.exists())
-            counts["clean"] += ok
+            counts["clean_exit_130_one_line"] += ok
             if not ok:
-                print(f"{command} try {attempt} (SIGINT at {delay:.2f} s): exit {code}, strays {left}; last lines:\n  "
-                      + "\n  ".join(lines[-6:]), file=sys.stderr, flush=True)
+                say(f"{command} try {attempt} (SIGINT at {delay:.2f} s): exit {code}, "
+                    f"strays {left}; last lines:\n  " + "\n  ".join(lines[-6:]))
             again = subprocess.run(make(out), env=environment(), capture_output=True, text=True)
             same = again.returncode == 0 and read(out) == expected
-            counts["same output"] += same
+            counts["rerun_equals_reference"] += same
             if not same:
-                print(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs from the reference\n  "
-                      + again.stderr[-800:], file=sys.stderr, flush=True)
-        rows.append((command, references[command][0], seconds, counts))
-
-    from adapath.bench.result import report
-
-    report(args, [{"command": command, "uninterrupted_s": round(reference, 1), "last_window_s": round(window, 1),
-                   "interrupted": c["tries"], "clean_exit_130_one_line": c["clean"],
-                   "rerun_equals_reference": c["same output"], "finished_first": c["finished first"]}
-                  for command, reference, window, c in rows],
+                say(f"{command} try {attempt}: the rerun (exit {again.returncode}) differs "
+                    "from the reference\n  " + again.stderr[-800:])
+        rows.append({"command": command, "uninterrupted_s": round(references[command][0], 1),
+                     "last_window_s": round(seconds, 1), **counts})
+    report(args, rows,
            f"Ctrl-C at random instants: scale {args.scale}, {args.train} training and {args.test} test questions, "
            f"NUMBA_NUM_THREADS=2, batches of 4, seed {args.seed}")

@@ -3,6 +3,8 @@ texts/s of real node texts and agreement with torch float32's rankings against r
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -44,8 +46,7 @@ def agreement(ref_scores: np.ndarray, scores: np.ndarray, k: int = 10) -> tuple[
 
 
 def onnx_routes(model, batch: int, workdir: Path):
-    """Export the transformer to ONNX (float32 and dynamic int8) and wrap each in an encode
-    function with the model's own tokenizer, mean pooling and normalization."""
+    """The transformer exported to ONNX (float32, dynamic int8), each with mean pooling."""
     import onnxruntime as ort
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -78,15 +79,10 @@ def onnx_routes(model, batch: int, workdir: Path):
         if runtime == "openvino":
             import openvino
 
-            compiled = openvino.Core().compile_model(str(path), "CPU")
-
-            def run(feed):
-                return compiled(feed)[0]
+            run = openvino.Core().compile_model(str(path), "CPU")
         else:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-            def run(feed):
-                return session.run(None, feed)[0]
+            run = functools.partial(session.run, None)
 
         def encode(texts):
             out = []
@@ -94,7 +90,7 @@ def onnx_routes(model, batch: int, workdir: Path):
             for lo in range(0, len(texts), batch):
                 part = [texts[i] for i in order[lo:lo + batch]]
                 tok = tokenizer(part, padding=True, truncation=True, max_length=max_len, return_tensors="np")
-                hidden = run({n: tok[n].astype(np.int64) for n in names})
+                hidden = run({n: tok[n].astype(np.int64) for n in names})[0]
                 mask = tok["attention_mask"][..., None].astype(np.float32)
                 pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
                 out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
@@ -105,20 +101,17 @@ def onnx_routes(model, batch: int, workdir: Path):
         return encode
 
     routes = {"onnxruntime float32": make(fp32), "onnxruntime int8 (dynamic)": make(int8)}
-    try:
+    with contextlib.suppress(ImportError):
         routes["openvino float32 (from the ONNX)"] = make(fp32, "openvino")
-    except ImportError:
-        pass
     return routes
 
 
 def arguments():
-    out = parser(__doc__)
-    out.add_argument("--records", type=Path, default=DEFAULT_RECORDS, help="BioStrat-QA JSONL (dev records).")
-    out.add_argument("--texts", type=int, default=600, help="Real node texts to encode and rank.")
-    out.add_argument("--queries", type=int, default=100, help="Real questions ranking the texts.")
-    out.add_argument("--batch", type=int, default=64, help="Encoder batch size.")
-    return out
+    return parser(__doc__, {
+        "records": (DEFAULT_RECORDS, "BioStrat-QA JSONL (dev records)."),
+        "texts": (600, "Real node texts to encode and rank."),
+        "queries": (100, "Real questions ranking the texts."),
+        "batch": (64, "Encoder batch size.")})
 
 
 def main(argv: list[str] | None = None) -> None:

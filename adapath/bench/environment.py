@@ -1,9 +1,9 @@
-"""The machine a figure came from: commit, date, CPU, memory, GPU, thread counts and the
-versions of the libraries that set the speed. ``adapath collect-env`` prints it; every bench
-result holds it."""
+"""The machine a figure came from: commit, date, CPU, memory, GPU, thread counts and the versions
+of the libraries that set the speed (``adapath collect-env``; every bench result holds it)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib.metadata
 import os
@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import adapath
 
 # the libraries whose versions a result records, by the distribution names that provide them
 LIBRARIES = {"numba": ("numba",), "torch": ("torch",), "numpy": ("numpy",), "scipy": ("scipy",),
@@ -30,7 +32,7 @@ def git(*args: str) -> str | None:
 
 
 def commit() -> dict:
-    """The checkout's commit and whether its tracked files differ from it (null outside git)."""
+    """The checkout's commit and whether its tracked files differ (null outside git)."""
     sha = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if sha else None
     return {"commit": sha, "dirty": None if status is None else bool(status)}
@@ -43,11 +45,6 @@ def proc_field(path: str, name: str) -> str | None:
                      if line.split(":", 1)[0].strip() == name), None)
     except OSError:
         return None
-
-
-def memory_gib() -> float | None:
-    total = proc_field("/proc/meminfo", "MemTotal")
-    return None if total is None else round(int(total.split()[0]) / 2**20, 1)
 
 
 def gpus() -> list[dict] | None:
@@ -67,16 +64,13 @@ def gpus() -> list[dict] | None:
 
 def version(distributions: tuple[str, ...]) -> str | None:
     for name in distributions:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return None
 
 
 def threads() -> dict:
-    """Numba's thread count (as configured), torch's (where this process imported torch), and
-    the variables that set them."""
+    """Numba's and torch's thread counts (torch's where imported), and their variables."""
     numba = sys.modules.get("numba")
     if numba is None and version(("numba",)):
         import numba
@@ -86,9 +80,7 @@ def threads() -> dict:
 
 
 def collect_env() -> dict:
-    import adapath
-
-    cores = os.cpu_count()
+    cores, memory = os.cpu_count(), proc_field("/proc/meminfo", "MemTotal")
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     return {
         **commit(),
@@ -99,7 +91,7 @@ def collect_env() -> dict:
         "adapath": adapath.__version__,
         "cpu": {"model": proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine(),
                 "cores": cores, "usable_cores": usable},
-        "memory_gib": memory_gib(),
+        "memory_gib": None if memory is None else round(int(memory.split()[0]) / 2**20, 1),
         "gpu": gpus(),
         "threads": threads(),
         "versions": {name: version(dists) for name, dists in LIBRARIES.items()},

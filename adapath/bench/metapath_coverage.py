@@ -9,6 +9,7 @@ from adapath.bench.inputs import DEFAULT_RECORDS, inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import timed_build
 from adapath.datasets.biostrat import gold_metapath, load_records, training_queries
+from adapath.executors import LocalExecutor
 
 
 def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
@@ -28,9 +29,8 @@ def coverage(bank, records: list[dict]) -> dict[int, list[int]]:
 
 
 def arguments():
-    out = parser(__doc__, scale=0.1, seed=0, records_file=DEFAULT_RECORDS)
-    out.add_argument("--sequences", default="1,8", help="relation sequences per node path to compare")
-    return out
+    return parser(__doc__, {"sequences": ("1,8", "relation sequences per node path to compare")},
+                  scale=0.1, seed=0, records_file=DEFAULT_RECORDS)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> None:
     import pyarrow.parquet as pq
 
     from adapath.bank.build import BankConfig
-    from adapath.executors import LocalExecutor
 
     records = load_records(args.records_file)
     graph, kg = inputs().graph(args.scale, args.seed, evidence=[args.records_file])

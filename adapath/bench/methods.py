@@ -1,7 +1,7 @@
 """Every registered method on one generated graph: EM, recall, LLM calls, tokens and seconds per
 query with a scripted model that follows each prompt's format and never stops early (and with
-SmolLM2-135M on a few questions), beside the originals' call bounds and the papers' figures. Each
-method first answers one question untimed, which compiles its Numba kernels."""
+SmolLM2-135M on a few), beside the originals' call bounds and the papers' figures. Each method first
+answers one question untimed (its kernels compiled)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ import time
 from pathlib import Path
 
 from adapath.bench.inputs import inputs, names, parser, smollm2, workdir
+from adapath.bench.pathmind import training_inputs
 from adapath.bench.result import figure_tables, report
 from adapath.bench.timing import Line
 from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.eval.metrics import micro_average
 from adapath.llm import ScriptedBackend, make_backend
 from adapath.methods.base import MethodContext
+from adapath.methods.registry import all_methods
 
 # reported calls and total tokens per question, with where they come from (docs/benchmarks/bench_methods.md)
 PAPER = {"tog": (11.6, 7069, "PathMind paper, WebQSP"),
@@ -114,26 +117,22 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
         import torch
 
         from adapath.methods.pathmind import train as pm
-        from adapath.retrieval.dense import NodeEmbeddings, make_encoder
     except ImportError as exc:
         needs["model"] = f"PathMind needs torch ({exc.name} is missing)"
         return needs
     model_dir = work / "pathmind"
     if not (model_dir / "model.safetensors").exists():
         torch.manual_seed(0)
-        encoder = make_encoder(args.encoder)
         config = pm.TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
-        features = pm.Features(graph, NodeEmbeddings(graph, encoder), config.hops)
-        model, history = pm.train(graph, pm.make_examples(graph, train, encoder), features, config)
+        _, examples, features = training_inputs(graph, train, args.encoder, config.hops)
+        model, history = pm.train(graph, examples, features, config)
         pm.save_checkpoint(model, config, graph, model_dir, history)
     needs["model"] = model_dir
     return needs
 
 
 def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool = False) -> dict:
-    """One method over ``queries``: quality, calls, tokens, seconds per query; ``warm``: one question
-    answered untimed first by an instance of its own (kernels compiled)."""
-    from adapath.eval.metrics import micro_average
+    """One method's quality, calls, tokens and s/query (``warm``: one question answered untimed)."""
     from adapath.eval.report import record_scores
     from adapath.methods.run import answer_all
 
@@ -171,22 +170,20 @@ def run_method(spec, graph, kg, backend, needs, queries, items, args, warm: bool
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, workdir=None, encoder="hashing", batch=16)
-    out.add_argument("--train", type=int, default=100, help="training questions (bank and PathMind)")
-    out.add_argument("--test", type=int, default=30, help="test questions with the scripted backend")
-    out.add_argument("--real-test", type=int, default=3, help="test questions with SmolLM2")
-    out.add_argument("--real-max-tokens", type=int, default=96, help="reply cap for SmolLM2 (CPU time)")
-    out.add_argument("--level", default="explicit", help="question level")
-    out.add_argument("--methods", default="", help="comma-separated subset (default: every registered one)")
-    out.add_argument("--pathmind-epochs", type=int, default=2, help="epochs of the tiny PathMind model")
-    out.add_argument("--no-real", action="store_true", help="scripted backend only")
-    return out
+    return parser(__doc__, {
+        "train": (100, "training questions (bank and PathMind)"),
+        "test": (30, "test questions with the scripted backend"),
+        "real-test": (3, "test questions with SmolLM2"),
+        "real-max-tokens": (96, "reply cap for SmolLM2 (CPU time)"),
+        "level": ("explicit", "question level"),
+        "methods": ("", "comma-separated subset (default: every registered one)"),
+        "pathmind-epochs": (2, "epochs of the tiny PathMind model"),
+        "no-real": (False, "scripted backend only"),
+    }, scale=0.05, workdir=None, encoder="hashing", batch=16)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-    from adapath.methods.registry import all_methods
-
     methods = all_methods()
     chosen = names("--methods", args.methods, methods, default=methods)
     work = workdir(args.workdir, "bench_methods_")

@@ -1,7 +1,6 @@
-"""PathMind: training seconds per epoch against the number of training questions (one untimed
-epoch first compiles the kernels), and per graph scale inference ms/query and answer-set
-Hits@1/3 against the unlearned orders; ``--real``: on the real BioStrat-QA dev halves beside
-AdaPath (``adapath/bench/pathmind_real.py``)."""
+"""PathMind: training s/epoch against the number of training questions (after an untimed epoch),
+and per graph scale inference ms/query and answer-set Hits@1/3 against the unlearned orders;
+``--real``: on the real BioStrat-QA dev halves beside AdaPath (``pathmind_real.py``)."""
 
 from __future__ import annotations
 
@@ -11,24 +10,29 @@ import time
 
 import numpy as np
 
-from adapath.bench.inputs import DEFAULT_RECORDS, add_common, inputs, parser
+from adapath.bench.inputs import DEFAULT_RECORDS, add_common, add_options, inputs, parser
 from adapath.bench.real_records import GRAPHS
 from adapath.bench.result import report
+from adapath.bench.timing import timed
 from adapath.datasets.biostrat import query_from_record
 from adapath.llm import ScriptedBackend
 
 
-def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
-    """(graph, records, encoder, training examples, features) of ``count`` questions generated
-    at ``scale``; the features are what training reads before its first epoch."""
+def training_inputs(graph, records: list[dict], encoder_spec: str, hops: int = 3) -> tuple:
+    """(encoder, training examples, features) of ``records``, as training reads them."""
     from adapath.methods.pathmind.train import Features, make_examples
     from adapath.retrieval.dense import NodeEmbeddings, make_encoder
 
+    encoder = make_encoder(encoder_spec)
+    features = Features(graph, NodeEmbeddings(graph, encoder), hops)
+    return encoder, make_examples(graph, records, encoder), features
+
+
+def generated_examples(scale: float, count: int, encoder_spec: str) -> tuple:
+    """(graph, records, encoder, examples, features) of ``count`` questions at ``scale``."""
     graph, _ = inputs().graph(scale, 0)
     records = inputs().questions(graph, count, seed=1)
-    encoder = make_encoder(encoder_spec)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
-    return graph, records, encoder, make_examples(graph, records, encoder), features
+    return graph, records, *training_inputs(graph, records, encoder_spec)
 
 
 def time_epochs(args) -> list[dict]:
@@ -71,10 +75,9 @@ def quality(scale, args) -> dict:
     for mode in ("model", "nearest", "random"):
         pathmind = PathMind(graph, model, config, encoder, None, mode=mode)
         pathmind.answer(queries[:2])  # warm: compiled kernels, node features
-        clock = time.perf_counter()
-        results = pathmind.answer(queries)
+        seconds, results = timed(pathmind.answer, queries)
         if mode == "model":
-            out["infer_ms_per_query"] = 1000 * (time.perf_counter() - clock) / len(queries)
+            out["infer_ms_per_query"] = 1000 * seconds / len(queries)
         for k in (1, 3):
             out[f"{mode}_hits{k}"] = float(np.mean([bool(set(r.extra["prioritized"][:k]) & g)
                                                     for r, g in zip(results, gold)]))
@@ -85,42 +88,44 @@ def quality(scale, args) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    out = parser(__doc__)
-    out.add_argument("--time-scale", type=float, default=0.2, help="Graph scale of the s/epoch table.")
-    out.add_argument("--questions", default="250,500,1000", help="Training question counts (empty: no table).")
-    out.add_argument("--batches", default="1,4", help="Questions per step to time.")
-    out.add_argument("--epochs", type=int, default=2, help="Epochs timed per row (their mean is shown).")
-    out.add_argument("--scales", default="0.2", help="Graph scales of the quality table (empty: no table).")
-    out.add_argument("--train", type=int, default=150, help="Training questions of the quality table.")
-    out.add_argument("--test", type=int, default=50, help="Test questions of the quality table.")
-    out.add_argument("--quality-epochs", type=int, default=4, help="Epochs of the quality table's training.")
-    out.add_argument("--threads", type=int, default=2, help="torch threads.")
-    out.add_argument("--encoder", default=None, help="Query and node-text encoder (default: hashing; minilm "
-                        "with --real).")
+    out = parser(__doc__, {
+        "time-scale": (0.2, "Graph scale of the s/epoch table."),
+        "questions": ("250,500,1000", "Training question counts (empty: no table)."),
+        "batches": ("1,4", "Questions per step to time."),
+        "epochs": (2, "Epochs timed per row (their mean is shown)."),
+        "scales": ("0.2", "Graph scales of the quality table (empty: no table)."),
+        "train": (150, "Training questions of the quality table."),
+        "test": (50, "Test questions of the quality table."),
+        "quality-epochs": (4, "Epochs of the quality table's training."),
+        "threads": (2, "torch threads."),
+        "encoder": (None, "Query and node-text encoder (default: hashing; minilm with --real)."),
+    })
     real = out.add_argument_group("--real: the real BioStrat-QA dev halves (adapath/bench/pathmind_real.py)")
-    real.add_argument("--real", action="store_true", help="Run on the real records instead of the tables above.")
+    add_options(real, {"real": (False, "Run on the real records instead of the tables above.")})
     add_common(real, records=DEFAULT_RECORDS, work=None, competitors=20, scale=1.0, split="test",
                levels="explicit,implicit,bare", limit=0)
-    real.add_argument("--graph", choices=GRAPHS, default="base+diseases+competitors", help="bench real-records' graph")
-    real.add_argument("--models", default="paper,softmax,balanced,product,gate,layers,nbfnet",
-                      help="training options, a model each (the first: the ablations'): names or key=value+key=value")
-    real.add_argument("--variants", default="models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
-                      help="PathMind runs (models: each trained model)")
-    real.add_argument("--generated", default="", help="learning curve: generated question counts, e.g. 0,2000")
-    real.add_argument("--curve-epochs", type=int, default=0, help="most epochs of a curve model (0: --quality-epochs)")
-    real.add_argument("--curve-then-real", action="store_true", help="each curve model also fine-tuned on the real")
-    real.add_argument("--curve-model", default="", help="the curve's training option (default: the first of --models)")
-    real.add_argument("--batch", type=int, default=4, help="questions per training step")
-    real.add_argument("--patience", type=int, default=3, help="epochs without improvement before stopping")
-    real.add_argument("--adapath", default="beam,walk", help="AdaPath variants answered beside")
-    real.add_argument("--train-records", type=int, default=0, help="PathMind's training records of the bank half (0: all)")
-    real.add_argument("--reasoner", type=int, default=0, help="test records of the reasoner rows (0: none)")
-    real.add_argument("--reasoner-train", type=int, default=500, help="reasoner training questions (records x levels)")
-    real.add_argument("--reasoner-val", type=int, default=20, help="bank-half records held out to pick DPO's rate")
-    real.add_argument("--reasoner-dpo-lrs", default="5e-6,5e-5", help="DPO learning rates tried (the best: Full)")
-    real.add_argument("--reasoner-seed", type=int, default=0, help="seed of the reasoner data's draw")
-    real.add_argument("--reasoner-epochs", type=int, default=1, help="SFT and DPO epochs of the reasoner")
-    real.add_argument("--reasoner-steps", type=int, default=-1, help="most steps per reasoner stage (-1: the epochs)")
+    add_options(real, {
+        "graph": ("base+diseases+competitors", "bench real-records' graph", {"choices": GRAPHS}),
+        "models": ("paper,softmax,balanced,product,gate,layers,nbfnet", "training options, a model "
+                   "each (the first: the ablations'): names or key=value+key=value"),
+        "variants": ("models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
+                     "PathMind runs (models: each trained model)"),
+        "generated": ("", "learning curve: generated question counts, e.g. 0,2000"),
+        "curve-epochs": (0, "most epochs of a curve model (0: --quality-epochs)"),
+        "curve-then-real": (False, "each curve model also fine-tuned on the real"),
+        "curve-model": ("", "the curve's training option (default: the first of --models)"),
+        "batch": (4, "questions per training step"),
+        "patience": (3, "epochs without improvement before stopping"),
+        "adapath": ("beam,walk", "AdaPath variants answered beside"),
+        "train-records": (0, "PathMind's training records of the bank half (0: all)"),
+        "reasoner": (0, "test records of the reasoner rows (0: none)"),
+        "reasoner-train": (500, "reasoner training questions (records x levels)"),
+        "reasoner-val": (20, "bank-half records held out to pick DPO's rate"),
+        "reasoner-dpo-lrs": ("5e-6,5e-5", "DPO learning rates tried (the best: Full)"),
+        "reasoner-seed": (0, "seed of the reasoner data's draw"),
+        "reasoner-epochs": (1, "SFT and DPO epochs of the reasoner"),
+        "reasoner-steps": (-1, "most steps per reasoner stage (-1: the epochs)"),
+    })
     return out
 
 

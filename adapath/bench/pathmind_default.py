@@ -1,20 +1,9 @@
 """PathMind's priority networks side by side on a small generated graph: what `pathmind train`
-with no options learns, against its named variants.
-
-`kg synth --scale S` (seed 0), `dataset generate --hops 1,2` (seed 0): the first ``--train``
-questions train (a fifth validating, as `pathmind train` splits), the next ``--test`` are answered
-at the explicit level without an LLM. Each model trains with the default epochs and early stopping
-from the same seed, after an untimed epoch on 16 questions and answering of 8 (kernels compiled).
-Figures: strict extractive EM, the answer set's Hits@1 / Hits@3, the best validation Hits@1,
-training and answering questions/s, and per step the entities propagated from and the edges along
-(A*Net's count; unpruned: every visited entity and its edges). ``--walk-model DIR`` prints instead
-how much of a model's priority input the log of the walk count explains (the walk algebra's
-diagnosis). Models: ``default`` (neural Bellman-Ford, additive message, pruned, each reached
-entity's evidence, softmax loss), ``paper`` (``--loss bce --no-entity-text``), ``unpruned``
-(``--nodes 0``), ``mul`` (``--message mul``), ``walk`` (``--network walk --loss bce``: the paper's
-formula as literal walk algebra, the default before), ``nbfnet`` (the walk variant that learned),
-``bce``, ``adversarial`` (``--loss``), ``no-text`` (``--no-entity-text``), ``nodesN``.
-"""
+with no options learns, against its named variants (``--models``: names of ``pathmind_models``).
+Each trains from the same seed after an untimed epoch on 16 questions and answering of 8 (kernels
+compiled). Figures: strict EM, answer-set Hits@1/3, best validation Hits@1, training and answering
+questions/s, entities and edges per step. ``--walk-model DIR`` prints instead how much of a model's
+priority input the log of the walk count explains (docs/benchmarks/bench_pathmind_default.md)."""
 
 from __future__ import annotations
 
@@ -25,14 +14,17 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import names, parser
+from adapath.bench.inputs import inputs, names, parser
+from adapath.bench.pathmind import training_inputs
 from adapath.bench.pathmind_models import MODELS, model_settings
+from adapath.bench.result import report
+from adapath.datasets.biostrat import query_from_record
+from adapath.eval.metrics import em_strict
+from adapath.methods.pathmind.config import TrainConfig
 
 
 def questions(args):
     """The bench's graph (from the shared cache) and its training and answered records."""
-    from adapath.bench.inputs import inputs
-
     graph, _ = inputs().graph(args.scale, 0)
     records = inputs().questions(graph, args.train + args.test, seed=0, hops=[int(h) for h in args.hops.split(",")])
     return graph, records[:args.train], records[args.train:]
@@ -57,19 +49,13 @@ def run(args) -> list[dict]:
     import numba
     import torch
 
-    from adapath.datasets.biostrat import query_from_record
-    from adapath.eval.metrics import em_strict
-    from adapath.methods.pathmind.config import TrainConfig
     from adapath.methods.pathmind.infer import PathMind
-    from adapath.methods.pathmind.train import Features, make_examples, train
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.methods.pathmind.train import train
 
     torch.set_num_threads(args.threads)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     graph, fit, test = questions(args)
-    encoder = make_encoder(args.encoder)
-    examples = make_examples(graph, fit, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), 3)
+    encoder, examples, features = training_inputs(graph, fit, args.encoder)
     queries = [query_from_record(r, "explicit") for r in test]
     gold = [set(r["valid_answer_names"]) for r in test]
     rows = []
@@ -100,22 +86,17 @@ def run(args) -> list[dict]:
 
 
 def walk_volume(args) -> dict:
-    """Over each answered question's 3-hop ball (topics left out; for the Bellman-Ford network,
-    the entities its search reached): the R^2, channel by channel, of the priority's input
-    (d~ = sign(d) log(1 + |d|) for the walk network, the state for the Bellman-Ford one) against
-    the log of the number of walks of 1 to 3 steps from the topics."""
+    """R^2 per channel over each question's 3-hop ball (topics left out) of the priority's input
+    against the log of the number of walks of 1 to 3 steps from the topics."""
     import scipy.sparse as sp
     import torch
 
     from adapath.methods.pathmind.model import signed_log
-    from adapath.methods.pathmind.train import Features, load_checkpoint, make_examples
-    from adapath.retrieval.dense import NodeEmbeddings, make_encoder
+    from adapath.methods.pathmind.train import load_checkpoint
 
     model, config = load_checkpoint(args.walk_model)
     graph, _, records = questions(args)
-    encoder = make_encoder(config.encoder)
-    examples = make_examples(graph, records, encoder)
-    features = Features(graph, NodeEmbeddings(graph, encoder), config.hops)
+    _, examples, features = training_inputs(graph, records, config.encoder, config.hops)
     n = graph.num_nodes
     rows = np.repeat(np.arange(n), np.diff(graph.indptr))
     adjacency = sp.csr_matrix((np.ones(len(rows)), (rows, np.asarray(graph.indices))), shape=(n, n))
@@ -142,21 +123,19 @@ def walk_volume(args) -> dict:
 
 
 def arguments():
-    out = parser(__doc__, scale=0.02)
-    out.add_argument("--train", type=int, default=320, help="generated training questions")
-    out.add_argument("--test", type=int, default=80, help="generated questions answered")
-    out.add_argument("--hops", default="1,2", help="the questions' hop counts")
-    out.add_argument("--models", default="default,paper,unpruned,mul,walk", help=f"Of {', '.join(MODELS)}.")
-    out.add_argument("--encoder", default="minilm", help="query and node-text encoder")
-    out.add_argument("--threads", type=int, default=1, help="torch and Numba threads")
-    out.add_argument("--walk-model", type=Path, default=None, help="a `pathmind train` model on this graph and "
-                     "questions: print only how much of its priority input the walk count explains")
-    return out
+    return parser(__doc__, {
+        "train": (320, "generated training questions"),
+        "test": (80, "generated questions answered"),
+        "hops": ("1,2", "the questions' hop counts"),
+        "models": ("default,paper,unpruned,mul,walk", f"Of {', '.join(MODELS)}."),
+        "encoder": ("minilm", "query and node-text encoder"),
+        "threads": (1, "torch and Numba threads"),
+        "walk-model": (None, "a `pathmind train` model on this graph and questions: print only how "
+                       "much of its priority input the walk count explains", Path),
+    }, scale=0.02)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from adapath.bench.result import report
-
     args = arguments().parse_args(argv)
     where = (f"kg synth --scale {args.scale} (seed 0); {args.train} training / {args.test} answered questions of "
              f"{args.hops} hops; encoder {args.encoder}; {args.threads} thread(s)")

@@ -1,7 +1,5 @@
-"""PathMind's named training options for the benches (`pathmind --real --models`,
-`pathmind-default --models`, `pathmind-speed --models`): each name's settings in full where they
-differ from today's default, so a name keeps its model; ``model_settings`` also reads
-``key=value+key=value``."""
+"""PathMind's named training options for the benches' ``--models``: each name's settings in full
+where they differ from today's default, so a name keeps its model."""
 
 from __future__ import annotations
 
@@ -20,11 +18,8 @@ def model_settings(name: str) -> dict:
     """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings."""
     if name in MODELS:
         return dict(MODELS[name])
-    out = {}
-    for pair in name.split("+"):
-        key, _, value = pair.partition("=")
-        out[key] = number(value)
-    return out
+    pairs = [pair.partition("=")[::2] for pair in name.split("+")]
+    return {key: number(value) for key, value in pairs}
 
 
 def number(value: str):

@@ -1,10 +1,8 @@
-"""``adapath bench pathmind --real``: PathMind trained on the real BioStrat-QA dev records' bank
-half, answering the test half beside AdaPath on ``bench real-records``' inputs; models and
-answers kept, so a rerun does only what is missing (docs/benchmarks/pathmind_real.md)."""
+"""``bench pathmind --real``: PathMind trained on the real records' bank half, answering the test
+half beside AdaPath; models and answers kept and resumed (docs/benchmarks/pathmind_real.md)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict
@@ -13,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from adapath.bench import pathmind_reasoner
-from adapath.bench.inputs import evenly_spaced, inputs, say
+from adapath.bench.inputs import evenly_spaced, inputs, key_of, say
 from adapath.bench.pathmind_models import model_settings
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
@@ -22,7 +20,7 @@ from adapath.methods.pathmind.config import TrainConfig
 
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
-    key = hashlib.blake2b(json.dumps(asdict(config), sort_keys=True).encode(), digest_size=6).hexdigest()
+    key = key_of(asdict(config), 6)
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     if init is not None:  # fine-tuned from another model: named after it
         more += f"-from-{init.name}"
@@ -31,9 +29,8 @@ def model_dir(work: Path, split: str, config, generated: int = 0, train_records:
 
 def prepare_model(setup, split: str, records, config, generated: list[dict] = (), subset: int = 0,
                   init: Path | None = None) -> tuple[Path, list]:
-    """The trained priority (kept in ``work``) and its training record. ``generated``: records that
-    only train, beside the real ones (which alone validate); ``subset``: ``records`` is that many
-    of the bank half; ``init``: a trained model to start from (both named in the folder)."""
+    """The trained priority (kept in ``work``) and its history. ``generated``: records that only
+    train (the real alone validate); ``subset``: how many of the bank half; ``init``: the start."""
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
@@ -60,8 +57,8 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:
-    """``count`` generated questions describing their answer (as BioStrat-QA's do), none sharing
-    a (topic, answer) pair with a test record (checked again on those read from the bench cache)."""
+    """``count`` generated questions describing their answer, none with a test record's (topic,
+    answer) pair (checked again on those read from the bench cache)."""
     from adapath.datasets.generate import topic_answer_pairs
 
     held = topic_answer_pairs(test)
@@ -106,9 +103,9 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
 
 
 def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
-    """Per hop count, why a question's K selected entities miss every valid answer: misses by the
-    first of ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected
-    entity of an answer's type at the nearest answer's depth)."""
+    """Per hop count, why a question's K selected entities miss every valid answer: the first of
+    ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected entity of an
+    answer's type at the nearest answer's depth)."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)
@@ -125,11 +122,8 @@ def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict
             continue
         cell["misses"] += 1
         if str(result.id) not in depth_of:
-            masks = topic_reach(graph, relational, record, 3)
-            depth = np.full(graph.num_nodes, 4, dtype=np.int8)  # 4: beyond three hops
-            for d in range(3, -1, -1):
-                depth[masks[d]] = d
-            depth_of[str(result.id)] = depth
+            masks = np.array(topic_reach(graph, relational, record, 3))  # depth 4: beyond 3 hops
+            depth_of[str(result.id)] = np.where(masks.any(0), masks.argmax(0), 4).astype(np.int8)
         depth = depth_of[str(result.id)]
         near = [a for a in answers if depth[a] <= 3]
         explored = {v for vs in result.explored.values() for v in vs}
@@ -220,8 +214,7 @@ def run(args) -> dict:
         out["curve"] = []
 
         def curve_row(count: int, epochs: int, more: list[dict], init: Path | None = None) -> Path:
-            """One curve model trained (or read back) and answering, its row added; ``init``: the
-            model it is fine-tuned from."""
+            """One curve model trained (``init``: fine-tuned from it) and answering; its row."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
             summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
@@ -250,9 +243,7 @@ def run(args) -> dict:
 
 
 def tables(out: dict) -> dict:
-    """The figures as the tables show them: per level x hop, every run's answer-set Hits@1 and
-    Hits@3 and strict EM (beside AdaPath's and the paper's 70B EM); the paper's ablation rows
-    for the first model; each model's training; failures, curve, agreement, reasoner."""
+    """The tables: per level x hop Hits@1, Hits@3, EM; ablations, training, failures, curve."""
     methods, levels = out["methods"], out["setup"]["levels"].split(",")
     rows = [(level, hop) for level in levels for hop in ("1", "2", "3")]
     got = {}

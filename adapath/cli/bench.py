@@ -11,9 +11,8 @@ from pathlib import Path
 
 import typer
 
+from adapath.bench import BENCHES
 from adapath.cli.common import command_group
-
-COMMON = ("save_result", "result_dir", "cache")
 
 
 def parameter_of(action: argparse.Action) -> inspect.Parameter:
@@ -42,15 +41,14 @@ COMMON_PARAMETERS = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, ann
 
 
 def bench_command(name: str):
-    """The command function of bench ``name``: its options are the bench's own (read from its
-    parser), plus where the result goes; it runs the bench through the runner."""
+    """Bench ``name``'s command: its parser's options and where the result goes."""
     from adapath.bench import runner
 
     module = runner.module_of(name)
     parser = module.arguments()
 
     def command(**values) -> None:
-        common = {k: values.pop(k) for k in COMMON}
+        common = {p.name: values.pop(p.name) for p in COMMON_PARAMETERS}
         values = {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in values.items()}
         runner.run(name, runner.as_argv(parser, values), **common)
 
@@ -67,8 +65,6 @@ bench_app = command_group("Benchmarks: each one a subcommand writing one result 
 @bench_app.command("list")
 def list_cmd() -> None:
     """Every bench, with what it measures."""
-    from adapath.bench import BENCHES
-
     width = max(map(len, BENCHES))
     for name, (_, line) in BENCHES.items():
         print(f"{name:<{width}}  {line}")
@@ -118,11 +114,5 @@ def collect_env_cmd(
     print(json.dumps(env, indent=1) if as_json else as_text(env))
 
 
-def _add_benches() -> None:
-    from adapath.bench import BENCHES
-
-    for name, (_, line) in BENCHES.items():
-        bench_app.command(name, short_help=line)(bench_command(name))
-
-
-_add_benches()
+for _name, (_, _line) in BENCHES.items():
+    bench_app.command(_name, short_help=_line)(bench_command(_name))
