@@ -3,15 +3,17 @@ where they differ from today's default, so a name keeps its model."""
 
 from __future__ import annotations
 
-MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
-          "softmax": {"loss": "softmax", "entity_text": False}, "balanced": {"loss": "balanced", "entity_text": False},
-          "product": {"cost": "product", "loss": "bce"}, "gate": {"entity": "gate", "loss": "bce"},
-          "layers": {"readout": "layers", "loss": "bce"}, "scalar": {"reading": "scalar", "loss": "bce"},
-          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
-          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128},
-          "answer-type": {"answer_type": True}, "answer-text": {"answer_type": True, "answer_text": True}}
+BEFORE_PRIOR = {"answer_type": False, "answer_text": False}  # the readout's answer prior, the default since 2026-12-07
+MODELS = {"default": {}, "no-prior": BEFORE_PRIOR, "answer-type": {"answer_text": False}} | {
+    name: BEFORE_PRIOR | settings for name, settings in {
+        "paper": {"loss": "bce", "entity_text": False}, "softmax": {"loss": "softmax", "entity_text": False},
+        "balanced": {"loss": "balanced", "entity_text": False}, "product": {"cost": "product", "loss": "bce"},
+        "gate": {"entity": "gate", "loss": "bce"}, "layers": {"readout": "layers", "loss": "bce"},
+        "scalar": {"reading": "scalar", "loss": "bce"},
+        "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
+        "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
+        "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
+        "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}.items()}
 
 
 def model_settings(name: str) -> dict:
