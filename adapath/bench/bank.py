@@ -19,7 +19,6 @@ import numpy as np
 
 from adapath.bank.config import BankConfig
 from adapath.bench.environment import proc_field
-from adapath.bench.gpu import cuda_devices
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line, Measured, alternate, timed
@@ -408,8 +407,10 @@ def main(argv: list[str] | None = None) -> None:
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
         **scaling_result,
     }
-    try:  # the GPU, when CuPy and a device are present
-        has_gpu = cuda_devices() > 0
+    try:  # the GPU, when CuPy and a device are present (bench gpu's check would import it both ways)
+        import cupy
+
+        has_gpu = cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: the same answer
         has_gpu = False
     if has_gpu:
