@@ -18,6 +18,10 @@ with neural layers, and so does this network:
 - **priority**: ``s = MLP(d + f([d, q']))`` with ``d = x`` (the paper's formula, A*Net's
   score), read at every step, so the messages of an entity are weighted by its priority
   ``sigma(s)`` and the priority learns through the answer loss;
+- **the readout's answer prior** (ours, ``answer_type`` / ``answer_text``): the logits the
+  loss and the selection read add a logit per entity type and the text's weighted cosine to
+  the question, both read from ``q'``; the priority that prunes and weights the messages is
+  ``s`` alone;
 - **pruning** (A*Net's, ``nodes > 0``): per step each question propagates only from its
   ``nodes`` visited entities of highest priority (ties: the smaller node index), along the
   ``degree_ratio * nodes * mean degree`` of their edges whose far end has the highest
