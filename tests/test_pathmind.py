@@ -333,6 +333,19 @@ def world():
 LEARNS_HERE = {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"}
 
 
+def test_a_batch_reads_each_place_text_cosine_to_its_question(world):
+    """The cosine the answer prior reads: every place's text against each question, by hand."""
+    graph, _, _, examples, features = world
+    chunk = examples[:3]
+    for rows in (None, np.array([0, 5, 7])):
+        inputs = features.batch(chunk, rows)
+        text = features.text.cpu().numpy()[inputs.places.nodes].astype(np.float64)
+        query = np.stack([e.query for e in chunk]).astype(np.float64)
+        want = (text @ query.T) / np.outer(np.linalg.norm(text, axis=1), np.linalg.norm(query, axis=1))
+        assert inputs.cosine.shape == (len(inputs.places), len(chunk))
+        np.testing.assert_allclose(inputs.cosine.cpu().numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def trained(world):
     graph, records, encoder, examples, features = world

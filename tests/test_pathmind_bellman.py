@@ -25,7 +25,9 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
     whole = WholeGraph(relational, torch.as_tensor(np.array(TYPES, np.int64)), text)
     query = torch.randn(len(topics), QUERY_DIM, generator=gen, dtype=torch.float64)
     bits = relational.reach_bits(topics, hops)
-    return BatchInputs(relational, places, whole, torch.zeros(n, len(topics), dtype=torch.float64), query, topics,
+    cosine = torch.stack([torch.stack([torch.dot(text[v], question) / (text[v].norm() * question.norm())
+                                       for question in query]) for v in range(n)])
+    return BatchInputs(relational, places, whole, cosine, query, topics,
                        [places.mask(b) for b in bits], reach_bits=bits)
 
 

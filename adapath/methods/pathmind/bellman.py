@@ -144,20 +144,20 @@ class BellmanFordNet(nn.Module):
         """The priority logits s = MLP(d + f([d, q'])) of states ``x``."""
         return self.priority(x + self.future_cost(x, q)).squeeze(-1)
 
-    def readout_prior(self, inputs, q: torch.Tensor, nodes: np.ndarray) -> torch.Tensor | None:
-        """What the readout adds to the priority of ``nodes`` per question (nodes x B), not the
-        priority that prunes: ``--answer-type``'s logit for the node's type, ``--answer-text``'s
-        weight times its text's cosine to the question; None when both are off."""
+    def readout_prior(self, inputs, q: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor | None:
+        """What the readout adds to the priority of the places (or ``rows``) per question (places
+        x B), not the priority that prunes: ``--answer-type``'s logit for the place's type,
+        ``--answer-text``'s weight times its text's cosine to the question; None when both are off."""
         if not (self.answer_type or self.answer_text):
             return None
-        index = torch.as_tensor(nodes, device=q.device)
         prior = 0
         if self.answer_type:
-            prior = self.type_prior(q).index_select(1, inputs.whole.node_type.index_select(0, index)).T
+            nodes = inputs.places.nodes if rows is None else inputs.places.nodes[rows.cpu().numpy()]
+            types = inputs.whole.node_type.index_select(0, torch.as_tensor(nodes, device=q.device))
+            prior = self.type_prior(q).index_select(1, types).T
         if self.answer_text:
-            # the whole graph's cosines, then the rows wanted: no copy of the nodes' text rows
-            query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-            prior = prior + (inputs.whole.unit_text @ query.T).index_select(0, index) * self.text_weight(q).T
+            cosine = inputs.cosine if rows is None else inputs.cosine.index_select(0, rows)
+            prior = prior + cosine * self.text_weight(q).T
         return prior
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
@@ -259,7 +259,7 @@ class BellmanFordNet(nn.Module):
             x = x + received * self.update(t, x_in, aggregate + boundary)
             self.visits.append(visited(own, graph, places, batch))
         logits = self._score(x, q[None])
-        prior = self.readout_prior(inputs, q, places.nodes if rows is None else places.nodes[rows.cpu().numpy()])
+        prior = self.readout_prior(inputs, q, rows)
         return (logits if prior is None else logits + prior), x
 
     def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
@@ -342,7 +342,7 @@ class BellmanFordNet(nn.Module):
         logits = unseen[None, :].expand(n, batch).index_put(
             (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
             s[torch.as_tensor(np.flatnonzero(inside), device=device)])
-        prior = self.readout_prior(inputs, q, places.nodes)
+        prior = self.readout_prior(inputs, q, None)
         if prior is not None:  # every place, reached or not, as the unpruned readout
             logits = logits + prior
         if not dense:

@@ -89,14 +89,6 @@ class WholeGraph:
         self.every = np.ones(graph.num_nodes, dtype=np.bool_)
         degree = np.diff(graph.indptr).astype(np.float32)
         self.inverse_degree = torch.from_numpy(1.0 / np.maximum(degree, 1.0)).to(text.device)
-        self._unit_text = None
-
-    @property
-    def unit_text(self) -> torch.Tensor:
-        """Every node's text embedding scaled to length one (computed when first read)."""
-        if self._unit_text is None:
-            self._unit_text = self.text / self.text.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        return self._unit_text
 
 
 TEXT_COMPONENTS = 64  # the GNN's text input: the node text's leading principal components
@@ -414,7 +406,7 @@ class BatchInputs:
                  query: torch.Tensor, topics: list[list[int]], reach: list[np.ndarray],
                  entities: torch.Tensor | None = None, reach_bits: list[np.ndarray] | None = None):
         """``cosine``: places x B, or a function that computes it when first read (the
-        Bellman-Ford network never reads it)."""
+        Bellman-Ford network reads it only for ``--answer-text``)."""
         self.graph, self.places, self.whole, self._cosine = graph, places, whole, cosine
         self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
         pairs = [(int(places.local_of[t]), j) for j, ts in enumerate(topics) for t in dict.fromkeys(ts)]
