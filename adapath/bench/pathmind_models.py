@@ -3,6 +3,12 @@ where they differ from today's default, so a name keeps its model."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from adapath.errors import InputError
+from adapath.methods.pathmind.config import TrainConfig
+from adapath.typed import parse_as
+
 BEFORE_PRIOR = {"answer_type": False, "answer_text": False}  # the readout's answer prior, the default since 2026-12-07
 MODELS = {"default": {}, "no-prior": BEFORE_PRIOR, "answer-type": {"answer_text": False}} | {
     name: BEFORE_PRIOR | settings for name, settings in {
@@ -17,18 +23,15 @@ MODELS = {"default": {}, "no-prior": BEFORE_PRIOR, "answer-type": {"answer_text"
 
 
 def model_settings(name: str) -> dict:
-    """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings."""
+    """A ``--models`` entry: a name of ``MODELS`` or ``key=value+key=value`` settings, each
+    value read as its ``TrainConfig`` field's type (``entity_text=1`` is True, ``degree_ratio=0``
+    is 0.0); a key that is not a field, or a value not of its type, is a one-line error."""
     if name in MODELS:
         return dict(MODELS[name])
-    pairs = [pair.partition("=")[::2] for pair in name.split("+")]
-    return {key: number(value) for key, value in pairs}
-
-
-def number(value: str):
-    """``value`` as an int, else a float, else the text itself (``degree_ratio=2.5``)."""
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
+    kinds = {f.name: type(f.default) for f in dataclasses.fields(TrainConfig)}
+    out = {}
+    for key, _, value in (pair.partition("=") for pair in name.split("+")):
+        if key not in kinds:
+            raise InputError(f"--models {name!r}: {key!r} is neither a model name nor a training setting")
+        out[key] = parse_as(value, kinds[key], f"--models {key}")
+    return out
