@@ -116,7 +116,8 @@ class Inputs:
     def graph(self, scale: float, seed: int = 0, evidence: list[str | Path] = (), base=None, competitors: int = 0,
               folder: Path | None = None, recipe: dict | None = None, mmap: bool = False) -> tuple:
         """(graph, folder) of ``generate(scale, seed, evidence)`` on ``base`` with ``competitors``
-        rivals per record; ``folder``: a ``--work`` folder's, reused while ``recipe`` holds."""
+        rivals per record; ``folder``: a ``--work`` folder's, reused while ``recipe`` holds;
+        ``mmap``: its arrays mapped, not read (a large graph read by several processes)."""
         from adapath.engine.graph import KnowledgeGraph
         from adapath.sources.synthetic import generate
 
@@ -211,7 +212,8 @@ class Inputs:
         return path, expect
 
     def split(self, records_path: str | Path, split: str = "test") -> tuple[list[dict], list[dict]]:
-        """(bank half, test half) of real records by a fixed seed; ``inner``: the bank half's."""
+        """(bank half, test half) of real records by a fixed seed; ``inner`` halves the bank half
+        again (tuning without looking at the test half)."""
         def halves(items: list, seed: int) -> list[list]:
             order = np.random.default_rng(seed).permutation(len(items))
             return [[items[i] for i in sorted(part)] for part in np.split(order, [len(items) // 2])]
@@ -225,7 +227,8 @@ class Inputs:
 
 
 def evenly_spaced(items: list, count: int) -> list:
-    """``count`` of ``items`` evenly spaced, ends included (all where ``count`` is 0)."""
+    """``count`` of ``items`` evenly spaced, ends included (all where ``count`` is 0), so every
+    template group keeps its share."""
     if not count or count >= len(items):
         return list(items)
     return [items[i] for i in np.linspace(0, len(items) - 1, count).round().astype(int)]

@@ -1,6 +1,9 @@
-"""Runs a suite file (bench/cpu.suite, bench/gpu.suite): ``SECONDS NAME OPTIONS...`` a line,
-``budget SECONDS``, ``wheels REQUIREMENT...``, ``#``, ``${NAME:-default}``; each bench in a process
-of its own, capped; one that fails or runs out of time is reported and the rest still run."""
+"""Runs a suite file (bench/cpu.suite, bench/gpu.suite): one bench a line, ``SECONDS NAME
+OPTIONS...`` (SECONDS: the most it may take); ``budget SECONDS`` caps the whole suite; ``wheels
+REQUIREMENT...`` names wheels for ``--fetch-wheels`` and ``--wheels DIR``; ``#`` comments;
+``${NAME:-default}`` reads the environment (``${CORES}``: this machine's cores), an option left
+empty is dropped. Each bench runs in a process of its own (output in ``DIR/NAME.txt``, result
+in DIR); one that fails or runs out of time is reported and the rest still run."""
 
 from __future__ import annotations
 

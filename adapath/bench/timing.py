@@ -47,7 +47,8 @@ def timed(work: Callable, *args, **kwargs) -> tuple[float, Any]:
 def alternate(sides: dict[str, Callable[[], Any]], rounds: int, warm: dict[str, Callable[[], Any] | None] | None = None,
               clock: Callable[[], float] = time.perf_counter, line: Line | None = None) -> Comparison:
     """Each side run once untimed (``warm[side]``, else itself; None: it warms up itself and returns
-    ``Measured``), then ``rounds`` rounds, the order reversed every other round."""
+    ``Measured``), then ``rounds`` rounds, the order reversed every other round so neither side
+    always runs on the other's leftovers."""
     names = list(sides)
     for name in names:
         first = (warm or {}).get(name, sides[name])
