@@ -9,17 +9,17 @@ from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.typed import parse_as
 
-BEFORE_PRIOR = {"answer_type": False, "answer_text": False}  # the readout's answer prior, the default since 2026-12-07
-MODELS = {"default": {}, "no-prior": BEFORE_PRIOR, "answer-type": {"answer_text": False}} | {
-    name: BEFORE_PRIOR | settings for name, settings in {
-        "paper": {"loss": "bce", "entity_text": False}, "softmax": {"loss": "softmax", "entity_text": False},
-        "balanced": {"loss": "balanced", "entity_text": False}, "product": {"cost": "product", "loss": "bce"},
-        "gate": {"entity": "gate", "loss": "bce"}, "layers": {"readout": "layers", "loss": "bce"},
-        "scalar": {"reading": "scalar", "loss": "bce"},
-        "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-        "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
-        "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-        "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128}}.items()}
+MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
+          "softmax": {"loss": "softmax", "entity_text": False}, "balanced": {"loss": "balanced", "entity_text": False},
+          "product": {"cost": "product", "loss": "bce"}, "gate": {"entity": "gate", "loss": "bce"},
+          "layers": {"readout": "layers", "loss": "bce"}, "scalar": {"reading": "scalar", "loss": "bce"},
+          "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
+          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
+          "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
+          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128},
+          # our readout's answer prior (named variants); no-prior, the default, as the docs' runs name it
+          "answer-prior": {"answer_type": True, "answer_text": True}, "answer-type": {"answer_type": True},
+          "no-prior": {}}
 
 
 def model_settings(name: str) -> dict:

@@ -5,11 +5,10 @@ The defaults are the paper's model (arXiv 2511.14256, section "Path Prioritizati
 and A*Net compute its formula (neural Bellman-Ford layers, pruned), with two parts of the recipe
 set where the paper's as written did not learn on the benchmark graph: the loss (softmax
 cross-entropy over the subgraph, not the unweighted BCE) and each reached entity's own
-evidence (--entity-text: the triple representation's h_v, which NBFNet's message drops); and
-one addition the measurements kept: the readout's answer prior (--answer-type, --answer-text:
-a logit per entity type and the text's weighted cosine, read from the question).
-`adapath methods pathmind` lists each with the measured numbers; `--loss bce --no-entity-text
---no-answer-type --no-answer-text` is the paper's recipe. The other values are named variants."""
+evidence (--entity-text: the triple representation's h_v, which NBFNet's message drops).
+`adapath methods pathmind` lists both with the measured numbers; `--loss bce
+--no-entity-text` is the paper's recipe. The other values are named variants, among them our
+addition beyond the paper, the readout's answer prior (--answer-type, --answer-text)."""
 
 from __future__ import annotations
 
@@ -78,12 +77,12 @@ class TrainConfig:
                                       "it aggregates: its type and text read against the question, and its "
                                       "text's cosine to it (the paper's triple representation reads the entity "
                                       "reached; NBFNet's message does not). --no-entity-text leaves it out.")
-    answer_type: bool = setting(True, "The Bellman-Ford network's readout adds a logit per entity type read from "
-                                      "the question (an answer-type prior; not in the paper, NBFNet or A*Net); "
-                                      "the pruning's priority does not read it. --no-answer-type leaves it out.")
-    answer_text: bool = setting(True, "The Bellman-Ford network's readout adds each entity text's cosine to the "
-                                      "question, weighted per question (not in the paper, NBFNet or A*Net); the "
-                                      "pruning's priority does not read it. --no-answer-text leaves it out.")
+    answer_type: bool = setting(False, "A named variant, our addition: the Bellman-Ford network's readout adds a "
+                                       "logit per entity type read from the question (an answer-type prior; not in "
+                                       "the paper, NBFNet or A*Net); the pruning's priority does not read it.")
+    answer_text: bool = setting(False, "A named variant, our addition: the Bellman-Ford network's readout adds each "
+                                       "entity text's cosine to the question, weighted per question (not in the "
+                                       "paper, NBFNet or A*Net); the pruning's priority does not read it.")
 
     def __post_init__(self):
         # the walk algebra's options name the walk network (its legacy variants keep their commands)
