@@ -29,3 +29,42 @@ def test_every_named_model_is_a_valid_configuration(name):
     for key, value in MODELS[name].items():
         if config.network == "bellman-ford" or key not in ("entity_text", "answer_type", "answer_text"):
             assert getattr(config, key) == value
+
+
+def test_failure_table_names_why_each_miss_missed_on_a_hand_worked_graph():
+    """The hand graph (square 0-1-2-3 with the diagonal 0-2, pendant 4 on 3; types 0 1 1 0 1):
+    from topic 4 the depths are 4:0, 3:1, 0:2, 2:2, 1:3; from topic 0, 1, 2 and 3 are at
+    depth 1. Each question's K selected entities, and the reason worked out by hand."""
+    from types import SimpleNamespace
+
+    from adapath.bench.pathmind_real import FAILURES, failure_table, reach_table
+    from tests.test_pathmind import hand_graph
+
+    records = [{"data_id": "far", "num_hops": 3, "topic_entities": [4], "valid_answer_ids": [1]},
+               {"data_id": "near", "num_hops": 1, "topic_entities": [0], "valid_answer_ids": [1]}]
+    cases = [  # (record, selected, explored, reached, why)
+        ("far", [1], [], True, None),  # a hit
+        ("far", [2], [], True, "answer's type, another depth"),  # type 1 at depth 2, the answer at 3
+        ("far", [2], [], False, "no answer reached by the search"),
+        ("far", [3, 0], [], True, "another type"),
+        ("far", [3], [1], False, "an answer selected, outranked in the final K"),
+        ("near", [2], [], True, "a rival: answer's type and depth"),  # type 1 at depth 1, as the answer
+    ]
+    results = [SimpleNamespace(id=rid, level=f"l{i}", extra={"prioritized": chosen}, explored={"1": explored})
+               for i, (rid, chosen, explored, _, _) in enumerate(cases)]
+    reached = {(rid, f"l{i}"): hit for i, (rid, _, _, hit, _) in enumerate(cases)}
+    table = failure_table(hand_graph(), records, results, k=3, reached=reached)
+    want = {"3": {"questions": 5, "misses": 4} | dict.fromkeys(FAILURES, 0),
+            "1": {"questions": 1, "misses": 1} | dict.fromkeys(FAILURES, 0)}
+    for rid, _, _, _, why in cases:
+        if why:
+            want["3" if rid == "far" else "1"][why] += 1
+    assert table == want
+    assert reach_table(records, reached) == {"1": 100.0, "3": 60.0}
+
+
+def test_guide_paths_without_pruning_is_a_one_line_error():
+    with pytest.raises(InputError) as error:
+        TrainConfig(nodes=0, guide_paths=True).check()
+    assert "\n" not in str(error.value) and "--guide-paths" in str(error.value)
+    TrainConfig(nodes=8, guide_paths=True).check()

@@ -15,7 +15,7 @@ from tests.test_pathmind import EDGES, TYPES, hand_graph, walk_steps
 HIDDEN, QUERY_DIM = 4, 3
 
 
-def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
+def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0, query: torch.Tensor | None = None):
     graph = hand_graph()
     relational = RelationalGraph(graph)
     n = graph.num_nodes
@@ -23,7 +23,8 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0):
     gen = torch.Generator().manual_seed(seed)
     text = torch.randn(n, QUERY_DIM, generator=gen, dtype=torch.float64)  # one encoder: the same width
     whole = WholeGraph(relational, torch.as_tensor(np.array(TYPES, np.int64)), text)
-    query = torch.randn(len(topics), QUERY_DIM, generator=gen, dtype=torch.float64)
+    if query is None:
+        query = torch.randn(len(topics), QUERY_DIM, generator=gen, dtype=torch.float64)
     bits = relational.reach_bits(topics, hops)
     cosine = torch.stack([torch.stack([torch.dot(text[v], question) / (text[v].norm() * question.norm())
                                        for question in query]) for v in range(n)])
@@ -49,13 +50,18 @@ def network(message: str, nodes: int = 0, degree_ratio: float = 0.0, hops: int =
     return net
 
 
-def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = None):
+def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = None, visits: list | None = None,
+                  forced: list | None = None, selection: dict | None = None):
     """The network written out node by node from the edge list: per step each question's
     visited entities (or the ``nodes`` of highest priority, ties by the smaller index) send
     sigma(s) x (+ or *) r along every step of the walk list; an entity reached sums them and
     its boundary and updates x <- x + ReLU(LN(W [sigma(s) x, sum])). Logits per node and question,
     with the answer-type prior's logit for the node's type and the text's weighted cosine to
-    the question where the network reads them."""
+    the question where the network reads them. ``visits``: gets each question's visited set
+    (its topics and every entity a message reached). ``forced``: per question, per step, entities
+    that send besides the top ``nodes`` where visited (the gold paths of training);
+    ``selection``: gets per step t >= 1 the list over questions of log sum exp of s over the
+    visited entities minus the mean of s over the forced ones visited."""
     q = net.query(inputs.query)
     n, batch = len(TYPES), q.shape[0]
     steps = walk_steps()
@@ -78,9 +84,15 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
 
         for t in range(net.hops):
             s = [score(x[v]) for v in range(n)]
+            gold = sorted(forced[j][t] & visited) if forced is not None and t > 0 else []
+            if selection is not None and gold:
+                spread = torch.logsumexp(torch.stack([s[v] for v in sorted(visited)]), 0)
+                selection.setdefault(t, []).append(spread - torch.stack([s[v] for v in gold]).mean())
             senders = sorted(visited, key=lambda v: (-float(s[v].detach()), v))
             if nodes is not None:
                 senders = senders[:nodes]
+                if forced is not None:
+                    senders = senders + sorted((forced[j][t] & visited) - set(senders))
             rho = net.relations[t](q[j]).view(-1, HIDDEN)
             sums = {}
             for u, v, c in steps:
@@ -94,6 +106,8 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
                 new[v] = x[v] + torch.relu(net.norm[t](net.combine[t](torch.cat([x_in, total + boundary[v]]))))
             x = new
             visited |= set(sums)
+        if visits is not None:
+            visits.append(visited)
         prior = net.type_prior(q[j]) if net.answer_type else torch.zeros(2, dtype=q.dtype)
         logits = []
         for v in range(n):
@@ -148,6 +162,132 @@ def test_pruning_with_every_entity_gives_the_unpruned_scores(message, answer):
         assert torch.allclose(pruned, unpruned, rtol=1e-10, atol=1e-12)
     # and fewer entities change them
     assert not torch.allclose(network(message, nodes=1)(inputs).logits, unpruned)
+
+
+@pytest.mark.parametrize("hops, nodes", [(1, 1), (2, 1), (2, 2), (3, 1)])
+def test_reached_is_the_topics_and_every_entity_a_message_reached(hops, nodes):
+    inputs = hand_inputs([[0, 2], [4], [1]], hops=hops)
+    net = network("add", nodes=nodes, hops=hops)
+    visits = []
+    dense_forward(net, inputs, nodes, visits)
+    reached = net(inputs).reached
+    assert [set(np.flatnonzero(reached[:, j].numpy()).tolist()) for j in range(3)] == visits
+    rows = torch.tensor([0, 4])
+    assert torch.equal(net(inputs, rows).reached, reached[rows])
+    assert network("add", hops=hops)(inputs).reached is None  # unpruned: every entity of the ball
+
+
+def test_answers_reached_reads_each_question_s_visited_entities():
+    """Every (topic, answer) pair of the hand graph, in batches of 3: whether the pruned search
+    reached the answer, against the dense form's visited sets, one question at a time."""
+    from adapath.methods.pathmind.train import Example, Features, answers_reached
+    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+    from tests.test_pathmind import hand_graph
+
+    graph = hand_graph()
+    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=QUERY_DIM)), 2)
+    net = network("add", nodes=1, hops=2)
+    rng = np.random.default_rng(0)
+    examples = [Example(f"{t}-{a}", "", [t], [a], rng.normal(size=QUERY_DIM).astype(np.float32))
+                for t in range(5) for a in range(5) if a != t]
+    got = answers_reached(net.float(), features, examples, size=3)
+    net.double()
+    want = []
+    for e in examples:
+        visits = []
+        dense_forward(net, hand_inputs([e.topics], hops=2, query=torch.as_tensor(e.query[None], dtype=torch.float64)),
+                      1, visits)
+        want.append(e.answers[0] in visits[0])
+    assert got == want
+    assert 0 < sum(want) < len(want)
+
+
+def keys_of(per_question: list[list[set]], n: int) -> list[np.ndarray]:
+    """Per step, the sorted keys j * n + v of question j's entities."""
+    steps = len(per_question[0])
+    return [np.array(sorted(j * n + v for j, q in enumerate(per_question) for v in q[t]), dtype=np.int64)
+            for t in range(steps)]
+
+
+@pytest.mark.parametrize("message", ["add", "mul"])
+def test_training_sends_from_the_gold_paths_besides_the_top_entities(message):
+    """With --guide-paths a training forward's senders are the top N and the guide's entities
+    at that depth once visited, against the dense form (every edge of a sender); its gradients
+    too; its selection loss (per step, a softmax of the priorities over the visited entities
+    against the gold ones) and that loss's gradients; in evaluation the guide is not read."""
+    inputs = hand_inputs([[4], [0, 2]])
+    forced = [[{4}, {3}, {0, 2}, {1}], [{0}, {1, 3}, set(), set()]]
+    inputs.guide = keys_of(forced, len(TYPES))
+    net = network(message, nodes=1)
+    net.train()
+    params = list(net.parameters())
+    got = net(inputs).logits
+    selection = {}
+    want = dense_forward(net, inputs, 1, forced=forced, selection=selection)
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert not torch.allclose(got, dense_forward(net, inputs, 1))  # the guide changed them
+    want_loss = sum(torch.stack(values).mean() for values in selection.values())
+    assert set(selection) == {1, 2} and torch.allclose(net.search_loss, want_loss, rtol=1e-9, atol=1e-12)
+    weights = torch.linspace(-1, 1, got.numel(), dtype=torch.float64).view_as(got)
+    for mine, theirs in (((got * weights).sum(), (want * weights).sum()), (net.search_loss, want_loss)):
+        a_grads = torch.autograd.grad(mine, params, allow_unused=True, retain_graph=True)
+        b_grads = torch.autograd.grad(theirs, params, allow_unused=True, retain_graph=True)
+        assert all(b is None or torch.allclose(a, b, rtol=1e-8, atol=1e-10) for a, b in zip(a_grads, b_grads))
+        assert sum(b is not None for b in b_grads) >= 4
+    net.eval()
+    assert torch.allclose(net(inputs).logits, dense_forward(net, inputs, 1), rtol=1e-9, atol=1e-9)
+
+
+def test_the_gold_paths_edges_survive_the_edge_budget():
+    """From the pendant 4 to node 1 (4-3-0-1 and 4-3-2-1, three steps) with one entity and one
+    edge per step (degree ratio 0.3 of the mean degree 2.8): the guide's edges are kept besides
+    the budget, so the answer is reached in training; without the guide, one edge per step
+    from the top entity reaches at most one new entity per step, 1 not among them."""
+    inputs = hand_inputs([[4]])
+    net = network("add", nodes=1, degree_ratio=0.3)
+    net.train()
+    alone = net(inputs).reached[:, 0]
+    assert [v for v in range(5) if alone[v]] != [0, 1, 2, 3, 4] and not alone[1]
+    inputs.guide = keys_of([[{4}, {3}, {0, 2}, {1}]], len(TYPES))
+    guided = net(inputs).reached[:, 0]
+    assert guided.all()
+
+
+def test_gold_paths_are_the_shortest_paths_entities_by_depth():
+    """Against networkx's shortest paths on a generated graph: per question, the entities at
+    position t of a shortest path from a topic to an answer, the paths of the nearest answer."""
+    import networkx as nx
+
+    from adapath.methods.pathmind.train import Example, Features, gold_paths
+    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    n = graph.num_nodes
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    for u in range(n):
+        g.add_edges_from((u, int(v)) for v in indices[indptr[u]:indptr[u + 1]])
+    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=8)), 3)
+    rng = np.random.default_rng(1)
+    examples = [Example(str(i), "", [int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
+                        [int(a) for a in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
+                        np.zeros(8, np.float32)) for i in range(12)]
+    got = gold_paths(features, examples)
+    want: list[set] = [set() for _ in range(4)]
+    for j, e in enumerate(examples):
+        lengths = {(s, a): nx.shortest_path_length(g, s, a) for s in e.topics for a in e.answers if nx.has_path(g, s, a)}
+        if not lengths or min(lengths.values()) > 3:
+            continue
+        length = min(lengths.values())
+        for (s, a), d in lengths.items():
+            if d == length:
+                for path in nx.all_shortest_paths(g, s, a):
+                    for t, v in enumerate(path):
+                        want[t].add(j * n + v)
+    assert [set(k.tolist()) for k in got] == want
+    assert all(np.array_equal(k, np.sort(k)) for k in got) and len(got[2]) > 0  # paths of two steps and more
 
 
 def test_top_per_group_against_a_sort():

@@ -20,7 +20,10 @@ from adapath.methods.pathmind.config import TrainConfig
 
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
-    key = key_of(asdict(config), 6)
+    settings = asdict(config)
+    if not settings["guide_paths"]:  # added later: the models trained without it keep their folders
+        del settings["guide_paths"]
+    key = key_of(settings, 6)
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     if init is not None:  # fine-tuned from another model: named after it
         more += f"-from-{init.name}"
@@ -98,14 +101,41 @@ def in_subgraph(graph, records: list[dict], hops: int) -> dict:
 # the paper's ablations as `--param prioritize=...` of the first model, and the unlearned orders
 ABLATIONS = ("readout", "cumulative", "future", "nearest", "random")
 
-FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "a rival: answer's type and depth",
-            "answer's type, another depth", "another type")
+FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the final K", "no answer reached by the search",
+            "a rival: answer's type and depth", "answer's type, another depth", "another type")
 
 
-def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict:
+def search_reach(setup, model: Path, records: list[dict], levels: list[str]) -> dict:
+    """(id, level) -> whether the model's search reached a valid answer of the question (A*Net's
+    pruning propagates from a few entities per step: an answer no message reached keeps the
+    state zero and cannot be ranked)."""
+    from adapath.methods.pathmind import train as pm
+    from adapath.retrieval.dense import NodeEmbeddings
+
+    net, config = pm.load_checkpoint(model)
+    features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
+    out = {}
+    for level in levels:
+        examples = pm.make_examples(setup.graph, records, setup.encoder, level)
+        for e, hit in zip(examples, pm.answers_reached(net, features, examples)):
+            out[(e.id, level)] = hit
+    return out
+
+
+def reach_table(records: list[dict], reached: dict) -> dict:
+    """Per hop count, % of the questions whose search reached a valid answer."""
+    hops = {str(r["data_id"]): str(r["num_hops"]) for r in records}
+    by_hop: dict[str, list[bool]] = {}
+    for (qid, _level), hit in reached.items():
+        by_hop.setdefault(hops[qid], []).append(hit)
+    return {h: round(100 * float(np.mean(v)), 1) for h, v in sorted(by_hop.items())}
+
+
+def failure_table(graph, records: list[dict], results: list, k: int = 3, reached: dict | None = None) -> dict:
     """Per hop count, why a question's K selected entities miss every valid answer: the first of
-    ``FAILURES`` that holds (depth: hops from the nearest topic; a rival: a selected entity of an
-    answer's type at the nearest answer's depth)."""
+    ``FAILURES`` that holds (depth: hops from the nearest topic; reached: ``reached[(id,
+    level)]``, from :func:`search_reach`, when given; a rival: a selected entity of an answer's
+    type at the nearest answer's depth)."""
     from adapath.methods.pathmind.propagate import RelationalGraph
 
     relational = RelationalGraph(graph)
@@ -131,16 +161,18 @@ def failure_table(graph, records: list[dict], results: list, k: int = 3) -> dict
             cell[FAILURES[0]] += 1
         elif explored & {int(graph.node_id[a]) for a in near}:
             cell[FAILURES[1]] += 1
+        elif reached is not None and not reached[(str(result.id), result.level)]:
+            cell[FAILURES[2]] += 1
         else:
             types = {int(graph.node_type[a]) for a in near}
             nearest = min(int(depth[a]) for a in near)
             typed = [c for c in chosen if int(graph.node_type[c]) in types]
             if any(int(depth[c]) == nearest for c in typed):
-                cell[FAILURES[2]] += 1
-            elif typed:
                 cell[FAILURES[3]] += 1
-            else:
+            elif typed:
                 cell[FAILURES[4]] += 1
+            else:
+                cell[FAILURES[5]] += 1
     return dict(sorted(table.items()))
 
 
@@ -173,7 +205,7 @@ def run(args) -> dict:
                            "train_records": len(train_records), "test_records": len(test), "levels": args.levels,
                            "seed": 0},
                  "in_subgraph": in_subgraph(graph, test, 3), "models": {}, "methods": {}, "agreement": {},
-                 "failures": {}}
+                 "reach": {}, "failures": {}}
 
     def summarize(name: str, results: list) -> None:
         summary = write_report(results, query_set, graph, setup.work / "reports" / args.split / name)
@@ -208,7 +240,9 @@ def run(args) -> dict:
         answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
         summarize(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
-            out["failures"][name] = failure_table(graph, test, answered[name])
+            reached = search_reach(setup, model, test, levels)
+            out["reach"][name] = reach_table(test, reached)
+            out["failures"][name] = failure_table(graph, test, answered[name], reached=reached)
     if args.generated:
         curve_name = args.curve_model or names[0]
         out["curve"] = []
@@ -217,7 +251,11 @@ def run(args) -> dict:
             """One curve model trained (``init``: fine-tuned from it) and answering; its row."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
-            summarize(label, answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {}))
+            results = answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {})
+            summarize(label, results)
+            reached = search_reach(setup, path, test, levels)
+            out["reach"][label] = reach_table(test, reached)
+            out["failures"][label] = failure_table(graph, test, results, reached=reached)
             out["curve"].append({"name": label, "generated": count, "then_real": init is not None,
                                  "shared_pairs_with_test": 0, **record})
             return path
@@ -267,7 +305,7 @@ def tables(out: dict) -> dict:
                                                  ("greedy selection", "greedy")) if name in methods}
     return {"setup": out["setup"], "in_subgraph": out["in_subgraph"],
             "training": [{"model": n, **m} for n, m in out["models"].items()], **got,
-            **{k: out[k] for k in ("failures", "curve", "agreement") if out.get(k)},
+            **{k: out[k] for k in ("reach", "failures", "curve", "agreement") if out.get(k)},
             **({"reasoner": pathmind_reasoner.tables(out["reasoner"])} if out.get("reasoner") else {})}
 
 
@@ -276,4 +314,5 @@ def main(args) -> None:
     report(args, tables(out), f"PathMind on real BioStrat-QA records: graph {s['graph']}, scale {s['scale']}; "
            f"trained on the bank half ({s['train_records']} records x 3 levels), {s['test_records']} test records x "
            f"{s['levels']} ({s['split']} split); encoder {s['encoder']}; no LLM; seed 0. in_subgraph: % of test "
-           "records with an answer within 3 hops of a topic; failures: why the K = 3 selected entities miss, by hop")
+           "records with an answer within 3 hops of a topic; reach: % of questions whose search reached a valid "
+           "answer, by hop; failures: why the K = 3 selected entities miss, by hop")

@@ -68,6 +68,7 @@ def pathmind_train(
     entity_text: bool = setting_option(TrainConfig, "entity_text"),
     answer_type: bool = setting_option(TrainConfig, "answer_type"),
     answer_text: bool = setting_option(TrainConfig, "answer_text"),
+    guide_paths: bool = setting_option(TrainConfig, "guide_paths"),
     init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
                                      "weights (same settings): fine-tune on real records a model trained with "
                                      "generated questions, for example."),
@@ -85,7 +86,8 @@ def pathmind_train(
     query subgraph: the paper's unweighted BCE and NBFNet's entity-free message did not learn
     on the benchmark graph (`adapath methods pathmind` gives the numbers; --loss bce
     --no-entity-text is the paper's recipe). --answer-type and --answer-text add our answer
-    prior to the readout (a named variant beyond the paper: 2.6 to 4.5 points of Hits@1 there).
+    prior to the readout (a named variant beyond the paper: 2.6 to 4.5 points of Hits@1 there);
+    --guide-paths keeps each training question's shortest paths in its pruned search (ours).
     --message, --nodes and --loss name the
     variants, --network walk the formula as literal walk algebra (with its legacy options
     --cost, --entity, --readout, --reading). It reads the graph and the questions only (no
@@ -101,7 +103,7 @@ def pathmind_train(
                          select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers,
                          network=network, message=message, nodes=nodes, degree_ratio=degree_ratio,
                          entity_text=entity_text, answer_type=answer_type,
-                         answer_text=answer_text)
+                         answer_text=answer_text, guide_paths=guide_paths)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")

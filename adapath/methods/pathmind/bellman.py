@@ -27,7 +27,15 @@ with neural layers, and so does this network:
   ``degree_ratio * nodes * mean degree`` of their edges whose far end has the highest
   priority (ties: the earlier edge, source by source in priority order, each source's edges
   in storage order). An entity no message reached keeps the state zero and the priority
-  ``s(0)``.
+  ``s(0)``;
+- **gold paths in training** (ours, ``--guide-paths``): a training batch may name, per step,
+  the entities on each question's shortest paths from a topic to an answer; the pruned
+  search then also sends from those at that depth, along the edges to the next, so that an
+  answer the priority would prune away still gets a state and its loss a gradient through
+  the priorities on its path, and the priorities at each step learn to select them: a
+  softmax over the question's visited entities against its gold ones at that depth (a
+  pruned search trained with its gold path kept in the beam and a loss on its selections, as
+  learning to search does); answering never reads them.
 
 Without pruning every visited entity sends along every edge. Each step is then one pass of
 :func:`adapath.methods.pathmind.propagate.relational_gather` over the graph's CSR for the
@@ -131,6 +139,7 @@ class BellmanFordNet(nn.Module):
         self.probes = nn.ModuleDict({"readout": mlp(2 * hidden, hidden, 1), "cumulative": mlp(hidden, hidden, 1),
                                      "future": mlp(hidden, hidden, 1)})
         self.visits: list[tuple[float, float]] = []  # per step of the last forward: entities, edges per question
+        self.search_loss: torch.Tensor | None = None  # the last forward's (see _selection_loss)
 
     # the interface the training loop and inference share with the walk network
     def entities(self, whole, nodes: torch.Tensor | None = None):
@@ -177,8 +186,10 @@ class BellmanFordNet(nn.Module):
         from adapath.methods.pathmind.model import Output
 
         q = self.query(inputs.query)
+        reached = None
+        self.search_loss = q.new_zeros(())  # the pruned search's selection loss, in training with a guide
         if self.nodes > 0:
-            logits, d = self._pruned(inputs, q, rows, dense=bool(probes))
+            logits, d, reached = self._pruned(inputs, q, rows, dense=bool(probes))
         else:
             logits, d = self._whole(inputs, q, rows)
         out = {}
@@ -197,7 +208,7 @@ class BellmanFordNet(nn.Module):
                     pair = torch.cat([h.detach()[:, None, :].expand(-1, q.shape[0], -1),
                                       q.detach()[None].expand(h.shape[0], -1, -1)], dim=-1)
                     out[name] = self.probes[name](pair).squeeze(-1)
-        return Output(logits, d, None, None, out)
+        return Output(logits, d, None, None, out, reached)
 
     def evidence(self, inputs, nodes: torch.Tensor, questions: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor:
         """``--entity-text``: each entity's own evidence for a question, added to what it
@@ -262,10 +273,32 @@ class BellmanFordNet(nn.Module):
         prior = self.readout_prior(inputs, q, rows)
         return (logits if prior is None else logits + prior), x
 
+    @staticmethod
+    def _selection_loss(s: torch.Tensor, question: np.ndarray, keys: np.ndarray, gold: np.ndarray,
+                        batch: int) -> torch.Tensor:
+        """The search's own loss at one step: per question with gold entities visited, the
+        cross-entropy of a softmax of the priorities over its visited entities against the
+        uniform distribution over those gold ones (``log sum exp s - mean of s over the gold``),
+        the mean over those questions."""
+        at, found = lookup(keys, gold)
+        rows = at[found]
+        if not len(rows):
+            return s.new_zeros(())
+        device = s.device
+        group = torch.as_tensor(question, device=device)
+        top = s.detach().new_full((batch,), -torch.inf).scatter_reduce(0, group, s.detach(), "amax")
+        total = s.new_zeros(batch).index_add(0, group, torch.exp(s - top[group]))
+        gold_group = torch.as_tensor(question[rows], device=device)
+        count = s.new_zeros(batch).index_add(0, gold_group, torch.ones(len(rows), dtype=s.dtype, device=device))
+        gold_sum = s.new_zeros(batch).index_add(0, gold_group, s.index_select(0, torch.as_tensor(rows, device=device)))
+        has = count > 0
+        return (top[has] + torch.log(total[has]) - gold_sum[has] / count[has]).mean()
+
     def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
         """A*Net's pruned propagation over each question's visited entities, kept sparse:
-        (logits, d) over the places (or ``rows``), places x B; ``dense`` false: d is None
-        (answering reads the logits alone: no places x B x hidden tensor)."""
+        (logits, d, reached) over the places (or ``rows``), places x B; ``dense`` false: d is
+        None (answering reads the logits alone: no places x B x hidden tensor); ``reached``: the
+        places a message reached (or a topic), per question."""
         graph, places = inputs.graph, inputs.places
         indptr, indices, codes = graph.indptr, graph.indices, graph.scatter_code
         num_nodes, batch, hidden = graph.num_nodes, q.shape[0], self.hidden
@@ -278,6 +311,7 @@ class BellmanFordNet(nn.Module):
         keys = topic_keys[order]
         x = q.index_select(0, inputs.topic_cols.index_select(0, torch.as_tensor(order, device=device)))
         topic_set = np.sort(topic_keys)
+        guide = inputs.guide if self.training else None
         unseen = self._score(torch.zeros_like(q), q)  # s(0) per question: an entity not reached
         unseen_np = unseen.detach().cpu().numpy()
         self.visits = []
@@ -286,8 +320,13 @@ class BellmanFordNet(nn.Module):
             s = self._score(x, q.index_select(0, torch.as_tensor(question, device=device)))
             s_np = s.detach().cpu().numpy()
             node = keys % num_nodes
+            if guide is not None and t > 0:
+                self.search_loss = self.search_loss + self._selection_loss(s, question, keys, guide[t], batch)
             # the top `nodes` per question: by priority, ties by the smaller node
             chosen = top_per_group(question, s_np, node, self.nodes, batch)
+            if guide is not None:  # and, in training, the gold paths' entities at this depth
+                at, found = lookup(keys, guide[t])
+                chosen = np.concatenate([chosen, np.setdiff1d(at[found], chosen)])
             # their edges, in the chosen order, each source's in storage order
             lo, hi = indptr[node[chosen]], indptr[node[chosen] + 1]
             lengths = hi - lo
@@ -301,8 +340,12 @@ class BellmanFordNet(nn.Module):
             at, seen = lookup(keys, target_keys)
             if self.degree_ratio > 0:  # the edges whose far end has the highest priority
                 far = np.where(seen, s_np[at], unseen_np[edge_question])
-                keep = np.sort(top_per_group(edge_question, far, np.arange(total),
-                                             int(np.ceil(self.degree_ratio * self.nodes * mean_degree)), batch))
+                keep = top_per_group(edge_question, far, np.arange(total),
+                                     int(np.ceil(self.degree_ratio * self.nodes * mean_degree)), batch)
+                if guide is not None:  # the gold paths' edges stay
+                    on_path = np.isin(keys[source_row], guide[t]) & np.isin(target_keys, guide[t + 1])
+                    keep = np.union1d(keep, np.flatnonzero(on_path))
+                keep = np.sort(keep)
                 source_row, target, edge_question, target_keys, at, seen, edge = (
                     a[keep] for a in (source_row, target, edge_question, target_keys, at, seen, edge))
             x_in = torch.sigmoid(s)[:, None] * x
@@ -345,11 +388,13 @@ class BellmanFordNet(nn.Module):
         prior = self.readout_prior(inputs, q, None)
         if prior is not None:  # every place, reached or not, as the unpruned readout
             logits = logits + prior
+        reached = torch.zeros(n, batch, dtype=torch.bool, device=device)
+        reached[torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)] = True
+        if rows is not None:
+            logits, reached = logits.index_select(0, rows), reached.index_select(0, rows)
         if not dense:
-            return (logits if rows is None else logits.index_select(0, rows)), None
+            return logits, None, reached
         d = x.new_zeros(n, batch, hidden).index_put(
             (torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)),
             x[torch.as_tensor(np.flatnonzero(inside), device=device)])
-        if rows is not None:
-            logits, d = logits.index_select(0, rows), d.index_select(0, rows)
-        return logits, d
+        return logits, (d if rows is None else d.index_select(0, rows)), reached

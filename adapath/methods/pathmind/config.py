@@ -8,7 +8,8 @@ cross-entropy over the subgraph, not the unweighted BCE) and each reached entity
 evidence (--entity-text: the triple representation's h_v, which NBFNet's message drops).
 `adapath methods pathmind` lists both with the measured numbers; `--loss bce
 --no-entity-text` is the paper's recipe. The other values are named variants, among them our
-addition beyond the paper, the readout's answer prior (--answer-type, --answer-text)."""
+addition beyond the paper, the readout's answer prior (--answer-type, --answer-text) and the
+gold paths in training (--guide-paths)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ class TrainConfig:
     answer_text: bool = setting(False, "A named variant, our addition: the Bellman-Ford network's readout adds each "
                                        "entity text's cosine to the question, weighted per question (not in the "
                                        "paper, NBFNet or A*Net); the pruning's priority does not read it.")
+    guide_paths: bool = setting(False, "A named variant, our addition: in training, each question's pruned search also "
+                                       "propagates from the entities on its shortest paths from a topic to an "
+                                       "answer, along those paths' edges (the gold path kept in the beam, as "
+                                       "learning to search trains a pruned search), so that the priority learns "
+                                       "from answers the pruning would not reach; answering prunes by the "
+                                       "priority alone.")
 
     def __post_init__(self):
         # the walk algebra's options name the walk network (its legacy variants keep their commands)
@@ -90,7 +97,7 @@ class TrainConfig:
             self.network = "walk"
         if self.network == "walk":  # the evidence term belongs to the Bellman-Ford network
             self.entity_text = False
-            self.answer_type = self.answer_text = False
+            self.answer_type = self.answer_text = self.guide_paths = False
 
     def check(self) -> None:
         """One line for the first setting out of range, named as its option."""
@@ -106,6 +113,8 @@ class TrainConfig:
             raise InputError(f"--select {self.select!r}: choose hits1 or hits3")
         if self.nodes < 0:
             raise InputError(f"--nodes {self.nodes}: must be at least 0 (0: no pruning)")
+        if self.guide_paths and self.nodes == 0:
+            raise InputError("--guide-paths: keeps gold paths in the pruned search; with --nodes 0 nothing is pruned")
         if self.degree_ratio < 0:
             raise InputError(f"--degree-ratio {self.degree_ratio:g}: must be at least 0 (0: every edge)")
         for option, value, choices in (("--network", self.network, NETWORKS), ("--message", self.message, MESSAGES),

@@ -391,6 +391,7 @@ class Output(NamedTuple):
     gates: torch.Tensor  # places x B x hidden: the triple representation's node factor
     relations: torch.Tensor  # codes x B x hidden: its relation factor, read against the question
     probes: dict[str, torch.Tensor]  # the ablations' heads: PROBES -> places x B
+    reached: torch.Tensor | None = None  # places x B: the entities a pruned search reached (None: every one)
 
 
 class BatchInputs:
@@ -409,6 +410,9 @@ class BatchInputs:
         Bellman-Ford network reads it only for ``--answer-text``)."""
         self.graph, self.places, self.whole, self._cosine = graph, places, whole, cosine
         self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
+        # training with --guide-paths: per step 0..hops, the sorted keys (question * nodes + node)
+        # of the entities on a shortest path from a topic to an answer, at that depth
+        self.guide: list[np.ndarray] | None = None
         pairs = [(int(places.local_of[t]), j) for j, ts in enumerate(topics) for t in dict.fromkeys(ts)]
         self.topic_rows = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=query.device)
         self.topic_cols = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=query.device)

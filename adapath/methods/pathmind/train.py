@@ -310,6 +310,49 @@ def hits_at_many(model: PathMindNet, features: Features, examples: list[Example]
     return [f / len(examples) for f in found]
 
 
+def gold_paths(features: Features, examples: list[Example]) -> list[np.ndarray]:
+    """Per step 0..hops, the sorted keys (question j * nodes + node) of the entities on a
+    shortest path from one of question j's topics to one of its answers, at that depth: ``t``
+    steps from the nearest topic and at most ``L - t`` from an answer, ``L`` the nearest
+    answer's depth (none for a question without an answer within ``hops`` steps)."""
+    n, hops = features.graph.num_nodes, features.hops
+    from_topics = features.subgraphs([e.topics for e in examples])
+    from_answers = features.subgraphs([e.answers for e in examples])
+    steps: list[list[np.ndarray]] = [[] for _ in range(hops + 1)]
+    for j, (e, near, back) in enumerate(zip(examples, from_topics, from_answers)):
+        answers = np.asarray(e.answers, dtype=np.int64)
+        depths = [t for t in range(hops + 1) if len(answers) and near[t][answers].any()]
+        if not depths:
+            continue
+        length = depths[0]
+        for t in range(length + 1):
+            at_depth = near[t] & ~near[t - 1] if t else near[0]
+            steps[t].append(j * n + np.flatnonzero(at_depth & back[length - t]))
+    return [np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64) for keys in steps]
+
+
+def answers_reached(model: PathMindNet, features: Features, examples: list[Example], size: int = 8) -> list[bool]:
+    """Per question, whether its search reached one of its answers: A*Net's pruned
+    propagation scores the entities no message reached by the state zero alone, so an answer
+    it never reached cannot be told from the rest of the subgraph; unpruned, every entity of
+    the subgraph is reached."""
+    model.eval()
+    out = []
+    with torch.no_grad():
+        entities = model.entities(features.whole)
+        for chunk in batches(examples, size):
+            inputs = features.batch(chunk, entities=entities)
+            reached = model(inputs).reached
+            _, mask = targets(features, chunk, inputs.places)
+            if reached is not None:
+                mask = mask & reached.cpu()
+            for j, e in enumerate(chunk):
+                at = inputs.places.local_of[np.asarray(e.answers, dtype=np.int64)]
+                at = at[at >= 0]
+                out.append(bool(mask[torch.as_tensor(at), j].any()) if len(at) else False)
+    return out
+
+
 def batches(examples: list, size: int) -> list[list]:
     return [examples[lo:lo + size] for lo in range(0, len(examples), size)]
 
@@ -428,10 +471,14 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
             for chunk in batches(shuffled, max(1, config.batch)):
                 rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
                 inputs = features.batch(chunk, rows)
+                if config.guide_paths:
+                    inputs.guide = gold_paths(features, chunk)
                 at = torch.as_tensor(inputs.places.local_of[rows]).to(features.device)
                 output = model(inputs, at, PROBES)
                 target, weight = target.to(features.device), weight.to(features.device)
                 loss = subgraph_loss(output.logits, target, weight, config.loss)
+                if config.guide_paths:  # and the pruned search's selections along the gold paths
+                    loss = loss + model.search_loss
                 # the probes learn from detached inputs: the priority's gradients are its own
                 probe_loss = sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
                 optimizer.zero_grad()
