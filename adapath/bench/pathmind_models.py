@@ -16,10 +16,15 @@ MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
           "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
           "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-          "nodes8": {"nodes": 8}, "nodes64": {"nodes": 64}, "nodes128": {"nodes": 128},
+          "nodes8": {"nodes": 8}, "nodes32": {"nodes": 32}, "nodes64": {"nodes": 64},
+          "nodes128": {"nodes": 128}, "guide-paths": {"guide_paths": True},
           # our readout's answer prior (named variants); no-prior, the default, as the docs' runs name it
           "answer-prior": {"answer_type": True, "answer_text": True}, "answer-type": {"answer_type": True},
           "no-prior": {}}
+# the names measured while the default propagated from 32 entities per step keep their 32 (and
+# their models); the default and the names of a count or of no pruning take their own
+MODELS = {name: settings if name in ("default", "unpruned", "guide-paths") or name.startswith("nodes")
+          else {"nodes": 32} | settings for name, settings in MODELS.items()}
 
 
 def model_settings(name: str) -> dict:

@@ -69,7 +69,7 @@ class TrainConfig:
                                            "select it).")
     message: str = setting("add", "The Bellman-Ford message: add (TransE: the paper's sum of triple "
                                   "representations) or mul (DistMult, NBFNet's default).")
-    nodes: int = setting(32, "A*Net's pruning: entities each question propagates from per step, those of highest "
+    nodes: int = setting(64, "A*Net's pruning: entities each question propagates from per step, those of highest "
                              "priority (0: every visited entity, no pruning). The same in training and answering.")
     degree_ratio: float = setting(1.0, "A*Net's degree ratio: the edges kept per step, --nodes times the graph's "
                                        "mean degree times this, those whose far end has the highest priority "
