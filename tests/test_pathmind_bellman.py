@@ -334,3 +334,36 @@ def test_a_batch_marked_by_the_union_of_its_reaches_scores_each_question_as_its_
         features.per_question = False
         union = net(features.batch(examples)).logits
     assert torch.allclose(own, union, rtol=1e-5, atol=1e-6)
+
+
+def test_answering_takes_another_entity_count_from_its_param(tmp_path):
+    """`--param nodes=N` answers with N entities per step (A*Net's test ratio); 0 keeps the
+    model's; below 0 is a one-line error. With N at least the ball, the answers' priorities are
+    the unpruned network's (the same weights with --nodes 0)."""
+    from adapath.errors import InputError
+    from adapath.methods.base import MethodContext
+    from adapath.methods.pathmind.config import TrainConfig
+    from adapath.methods.pathmind.train import Example, save_checkpoint
+    from adapath.methods.registry import get_method
+    from tests.test_pathmind import hand_graph
+
+    graph = hand_graph()
+    net = network("add", nodes=1, degree_ratio=1.0).float()
+    config = TrainConfig(hops=3, hidden=HIDDEN, nodes=1, encoder="hashing")
+    save_checkpoint(net, config, graph, tmp_path / "pm")
+    spec = get_method("pathmind")
+
+    def built(nodes: str):
+        return spec.make(MethodContext(graph, model=tmp_path / "pm", params=spec.resolve_params({"nodes": nodes})))
+
+    assert built("0").model.nodes == 1 and built("7").model.nodes == 7
+    with pytest.raises(InputError) as error:
+        built("-1")
+    assert "\n" not in str(error.value) and "nodes" in str(error.value)
+    wide, whole = built("7"), built("7")
+    whole.model.nodes = 0
+    examples = [Example("q", "", [4], [], np.ones(QUERY_DIM, np.float32))]
+    got = wide.prioritize(examples)[0].priority
+    want = whole.prioritize(examples)[0].priority
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(built("0").prioritize(examples)[0].priority, want, rtol=1e-5, atol=1e-6)

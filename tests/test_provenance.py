@@ -231,3 +231,21 @@ def test_a_json_array_as_questions_is_named_as_one(tmp_path, capsys):
         code, _, err = run_cli(["answer", "--kg", tmp_path / "kg", "--queries", f"biostrat:{path}", "--out",
                                 tmp_path / "a.jsonl"], capsys)
         one_line_refusal(code, err, f"{path}:1: a JSON array, not JSON Lines")
+
+
+def test_a_result_file_from_before_a_param_resumes_where_the_param_keeps_its_old_value(tmp_path):
+    """PathMind's answering entity count (`--param nodes`, 0: the model's) came after files
+    were made without it: such a file resumes with 0, refuses another count, and still refuses
+    any other changed param."""
+    from adapath.errors import InputError
+    from adapath.methods.run import check_settings
+
+    out = tmp_path / "pm.jsonl"
+    out.write_text("")
+    before = {"method": "pathmind", "params": {"k": 3, "rounds": 3}}
+    (tmp_path / "pm.jsonl.settings.json").write_text(json.dumps(before))
+    check_settings(out, {"method": "pathmind", "params": {"k": 3, "rounds": 3, "nodes": 0}}, force=False)
+    for params in ({"k": 3, "rounds": 3, "nodes": 128}, {"k": 1, "rounds": 3, "nodes": 0}):
+        with pytest.raises(InputError) as error:
+            check_settings(out, {"method": "pathmind", "params": params}, force=False)
+        assert "\n" not in str(error.value) and "params" in str(error.value)

@@ -117,6 +117,8 @@ def arguments() -> argparse.ArgumentParser:
         "batch": (4, "questions per training step"),
         "patience": (3, "epochs without improvement before stopping"),
         "adapath": ("beam,walk", "AdaPath variants answered beside"),
+        "answer-nodes": ("", "entities per step the first model also answers with, e.g. 128,256 (A*Net's "
+                             "test node ratio)"),
         "train-records": (0, "PathMind's training records of the bank half (0: all)"),
         "reasoner": (0, "test records of the reasoner rows (0: none)"),
         "reasoner-train": (500, "reasoner training questions (records x levels)"),

@@ -105,14 +105,16 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
             "a rival: answer's type and depth", "answer's type, another depth", "another type")
 
 
-def search_reach(setup, model: Path, records: list[dict], levels: list[str]) -> dict:
+def search_reach(setup, model: Path, records: list[dict], levels: list[str], nodes: int = 0) -> dict:
     """(id, level) -> whether the model's search reached a valid answer of the question (A*Net's
     pruning propagates from a few entities per step: an answer no message reached keeps the
-    state zero and cannot be ranked)."""
+    state zero and cannot be ranked); ``nodes``: entities per step, when not the model's."""
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     net, config = pm.load_checkpoint(model)
+    if nodes:
+        net.nodes = nodes
     features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
     out = {}
     for level in levels:
@@ -234,13 +236,16 @@ def run(args) -> dict:
     wanted_runs = []
     for name in [v for v in args.variants.split(",") if v]:
         wanted_runs += list(runs)[:len(models)] if name == "models" else [name]
+    for count in [int(c) for c in args.answer_nodes.split(",") if c]:  # the first model, answering wider
+        runs[f"pathmind {names[0]} answering nodes={count}"] = ("pathmind", default, {"nodes": count})
+        wanted_runs.append(f"pathmind {names[0]} answering nodes={count}")
     answered = {}
     for name in wanted_runs:
         method, model, params = runs[name]
         answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
         summarize(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
-            reached = search_reach(setup, model, test, levels)
+            reached = search_reach(setup, model, test, levels, params.get("nodes", 0))
             out["reach"][name] = reach_table(test, reached)
             out["failures"][name] = failure_table(graph, test, answered[name], reached=reached)
     if args.generated:

@@ -167,6 +167,15 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
 
 # Settings that files made before them lack; such a file still resumes (and gains them).
 RECORDED_SINCE = frozenset({"queries_path", "queries_checksum"})
+# Method params added later, each with the value the files made before it answered with: such
+# a file resumes where the param keeps that value (PathMind's answering entity count).
+PARAMS_SINCE = {"nodes": 0}
+
+
+def _same(key: str, old, new) -> bool:
+    if key == "params" and isinstance(old, dict) and isinstance(new, dict):
+        new = {k: v for k, v in new.items() if not (k in PARAMS_SINCE and k not in old and v == PARAMS_SINCE[k])}
+    return old == new
 
 
 def check_settings(out: Path, settings: dict, force: bool) -> None:
@@ -183,7 +192,7 @@ def check_settings(out: Path, settings: dict, force: bool) -> None:
         raise InputError(f"{out}: results without their settings file {sidecar.name}; "
                          "pass --force to start over")
     old = read_json_object(sidecar)
-    changed = [k for k in sorted(set(old) | set(settings)) if old.get(k) != settings.get(k)
+    changed = [k for k in sorted(set(old) | set(settings)) if not _same(k, old.get(k), settings.get(k))
                and not (k in RECORDED_SINCE and k not in old)]
     if changed:
         key = changed[0]

@@ -26,8 +26,12 @@ def _build(context: MethodContext, name: str = "pathmind"):
     for key in ("k", "rounds"):
         if params[key] < 1:
             raise InputError(f"--param {key}={params[key]}: must be at least 1")
+    if params["nodes"] < 0:
+        raise InputError(f"--param nodes={params['nodes']}: must be at least 0 (0: the model's training count)")
     device = check_device(params["device"])
     net, config = load_checkpoint(context.model)
+    if params["nodes"] and getattr(net, "nodes", 0):  # a pruned Bellman-Ford network answers with another count
+        net.nodes = params["nodes"]
     encoder = make_encoder(config.encoder)
     vote = None
     if name == "pathmind+walk":
@@ -72,6 +76,8 @@ _PARAMS = (
           "answer's --device sets it too)"),
     Param("select", "lookahead", "how a round orders its frontier: lookahead (the best priority within reach "
           "through an entity in the rounds left) or greedy (the entity's own priority)"),
+    Param("nodes", 0, "entities each question propagates from per step when answering (A*Net's test node ratio, "
+          "which may exceed its training one; the edge budget follows): 0 keeps the model's training count"),
 )
 
 # What the paper states (../shared/papers/pathmind-paper-notes.txt) and where this
