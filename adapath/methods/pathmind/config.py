@@ -86,10 +86,10 @@ class TrainConfig:
                                        "paper, NBFNet or A*Net); the pruning's priority does not read it.")
     guide_paths: bool = setting(False, "A named variant, our addition: in training, each question's pruned search also "
                                        "propagates from the entities on its shortest paths from a topic to an "
-                                       "answer, along those paths' edges (the gold path kept in the beam, as "
-                                       "learning to search trains a pruned search), so that the priority learns "
-                                       "from answers the pruning would not reach; answering prunes by the "
-                                       "priority alone.")
+                                       "answer, along those paths' edges, and a selection loss per step teaches "
+                                       "the priority to pick them (the gold path kept in the beam, as learning "
+                                       "to search trains a pruned search); answering prunes by the priority "
+                                       "alone.")
 
     def __post_init__(self):
         # the walk algebra's options name the walk network (its legacy variants keep their commands)
