@@ -105,23 +105,26 @@ FAILURES = ("no answer within 3 hops", "an answer selected, outranked in the fin
             "a rival: answer's type and depth", "answer's type, another depth", "another type")
 
 
-def search_reach(setup, model: Path, records: list[dict], levels: list[str], nodes: int = 0) -> dict:
+def search_reach(setup, model: Path, records: list[dict], levels: list[str], nodes: int = 0,
+                 made: dict | None = None) -> dict:
     """(id, level) -> whether the model's search reached a valid answer of the question (A*Net's
     pruning propagates from a few entities per step: an answer no message reached keeps the
-    state zero and cannot be ranked); ``nodes``: entities per step, when not the model's."""
+    state zero and cannot be ranked); ``nodes``: entities per step, when not the model's;
+    ``made``: the features and questions of earlier calls, by hop count, reused."""
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     net, config = pm.load_checkpoint(model)
     if nodes:
         net.nodes = nodes
-    features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
-    out = {}
-    for level in levels:
-        examples = pm.make_examples(setup.graph, records, setup.encoder, level)
-        for e, hit in zip(examples, pm.answers_reached(net, features, examples)):
-            out[(e.id, level)] = hit
-    return out
+    made = {} if made is None else made
+    if config.hops not in made:  # the node texts and the questions' encodings, once per bench run
+        features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
+        made[config.hops] = (features, {level: pm.make_examples(setup.graph, records, setup.encoder, level)
+                                        for level in levels})
+    features, examples = made[config.hops]
+    return {(e.id, level): hit for level in levels
+            for e, hit in zip(examples[level], pm.answers_reached(net, features, examples[level]))}
 
 
 def reach_table(records: list[dict], reached: dict) -> dict:
@@ -239,13 +242,13 @@ def run(args) -> dict:
     for count in [int(c) for c in args.answer_nodes.split(",") if c]:  # the first model, answering wider
         runs[f"pathmind {names[0]} answering nodes={count}"] = ("pathmind", default, {"nodes": count})
         wanted_runs.append(f"pathmind {names[0]} answering nodes={count}")
-    answered = {}
+    answered, reach_inputs = {}, {}
     for name in wanted_runs:
         method, model, params = runs[name]
         answered[name] = answer(f"{name.replace(' ', '-')}-{model.name}", method, model, params)
         summarize(name, answered[name])
         if name.startswith("pathmind ") and name != "pathmind+walk":
-            reached = search_reach(setup, model, test, levels, params.get("nodes", 0))
+            reached = search_reach(setup, model, test, levels, params.get("nodes", 0), reach_inputs)
             out["reach"][name] = reach_table(test, reached)
             out["failures"][name] = failure_table(graph, test, answered[name], reached=reached)
     if args.generated:
@@ -258,7 +261,7 @@ def run(args) -> dict:
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
             results = answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {})
             summarize(label, results)
-            reached = search_reach(setup, path, test, levels)
+            reached = search_reach(setup, path, test, levels, made=reach_inputs)
             out["reach"][label] = reach_table(test, reached)
             out["failures"][label] = failure_table(graph, test, results, reached=reached)
             out["curve"].append({"name": label, "generated": count, "then_real": init is not None,

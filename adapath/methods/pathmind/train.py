@@ -321,10 +321,9 @@ def gold_paths(features: Features, examples: list[Example]) -> list[np.ndarray]:
     steps: list[list[np.ndarray]] = [[] for _ in range(hops + 1)]
     for j, (e, near, back) in enumerate(zip(examples, from_topics, from_answers)):
         answers = np.asarray(e.answers, dtype=np.int64)
-        depths = [t for t in range(hops + 1) if len(answers) and near[t][answers].any()]
-        if not depths:
+        length = next((t for t in range(hops + 1) if len(answers) and near[t][answers].any()), None)
+        if length is None:
             continue
-        length = depths[0]
         for t in range(length + 1):
             at_depth = near[t] & ~near[t - 1] if t else near[0]
             steps[t].append(j * n + np.flatnonzero(at_depth & back[length - t]))
@@ -343,13 +342,10 @@ def answers_reached(model: PathMindNet, features: Features, examples: list[Examp
         for chunk in batches(examples, size):
             inputs = features.batch(chunk, entities=entities)
             reached = model(inputs).reached
-            _, mask = targets(features, chunk, inputs.places)
+            answer, mask = targets(features, chunk, inputs.places)
             if reached is not None:
                 mask = mask & reached.cpu()
-            for j, e in enumerate(chunk):
-                at = inputs.places.local_of[np.asarray(e.answers, dtype=np.int64)]
-                at = at[at >= 0]
-                out.append(bool(mask[torch.as_tensor(at), j].any()) if len(at) else False)
+            out += ((answer > 0) & mask).any(0).tolist()
     return out
 
 
