@@ -673,6 +673,10 @@ def train_args(root, out, *extra):
     (["--nodes", "-1"], "--nodes -1: must be at least 0 (0: no pruning)"),
     (["--degree-ratio", "-0.5"], "--degree-ratio -0.5: must be at least 0 (0: every edge)"),
     (["--device", "tpu"], "--device 'tpu': choose cpu or cuda"),
+    (["--negatives", "some"], "--negatives 'some': choose sampled, all"),
+    (["--negatives", "all", "--nodes", "0"],
+     "--negatives all: the exact loss over every entity needs the pruned Bellman-Ford network (--nodes > 0)"),
+    (["--focus", "--no-entity-text"], "--focus: adds to each entity's evidence; it needs --entity-text"),
 ])
 def test_train_rejects_bad_options_in_one_line(cli_setup, tmp_path, capsys, extra, message):
     code, _, err = run_cli(train_args(cli_setup, tmp_path / "m", *extra), capsys)
@@ -737,8 +741,8 @@ def test_train_pretrains_on_generated_questions_first(cli_setup, tmp_path, capsy
     lines = err.splitlines()
     said = [next(i for i, x in enumerate(lines) if x.startswith(p)) for p in
             ("generating 16 questions on the graph (none holding one of", "pretraining epoch 1:",
-             "training on the records from those weights", "start (--init):", "epoch 1:")]
-    assert said == sorted(said)
+             "training on the records from those weights", "start (--init):", "epoch 1: loss")]
+    assert said == sorted(said)  # (a slow epoch also logs its progress as "epoch 1: n/N questions")
 
 
 @pytest.mark.parametrize("settings", [{"nodes": 0}, {"nodes": 0, "message": "mul"}, {"network": "walk"},

@@ -15,7 +15,8 @@ from tests.test_pathmind import EDGES, TYPES, hand_graph, walk_steps
 HIDDEN, QUERY_DIM = 4, 3
 
 
-def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0, query: torch.Tensor | None = None):
+def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0, query: torch.Tensor | None = None,
+                focus: bool = False):
     graph = hand_graph()
     relational = RelationalGraph(graph)
     n = graph.num_nodes
@@ -28,25 +29,31 @@ def hand_inputs(topics: list[list[int]], hops: int = 3, seed: int = 0, query: to
     bits = relational.reach_bits(topics, hops)
     cosine = torch.stack([torch.stack([torch.dot(text[v], question) / (text[v].norm() * question.norm())
                                        for question in query]) for v in range(n)])
+    wh = torch.randn(len(topics), QUERY_DIM, generator=gen, dtype=torch.float64) if focus else None
     return BatchInputs(relational, places, whole, cosine, query, topics,
-                       [places.mask(b) for b in bits], reach_bits=bits)
+                       [places.mask(b) for b in bits], reach_bits=bits, focus=wh)
 
 
 def network(message: str, nodes: int = 0, degree_ratio: float = 0.0, hops: int = 3, seed: int = 0,
-            entity_text: bool = False, answer_type: bool = False, answer_text: bool = False):
+            entity_text: bool = False, answer_type: bool = False, answer_text: bool = False, focus: bool = False):
     torch.manual_seed(seed)
     net = BellmanFordNet(num_types=2, num_codes=2 * 3, query_dim=QUERY_DIM, text_dim=QUERY_DIM, hidden=HIDDEN, hops=hops,
                          message=message, nodes=nodes, degree_ratio=degree_ratio, entity_text=entity_text,
-                         answer_type=answer_type, answer_text=answer_text).double()
+                         answer_type=answer_type, answer_text=answer_text, focus=focus).double()
     with torch.no_grad():
         if entity_text:
             net.cosine_weight.normal_()
+        if focus:
+            net.focus_weight.normal_()
         if answer_type:  # zero at the start of training: random here, so that it shows
             net.type_prior.weight.normal_()
             net.type_prior.bias.normal_()
         if answer_text:
             net.text_weight.weight.normal_()
             net.text_weight.bias.normal_()
+            if focus:
+                net.focus_text_weight.weight.normal_()
+                net.focus_text_weight.bias.normal_()
     return net
 
 
@@ -77,6 +84,9 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
                 h = net.type_embedding.weight[TYPES[v]] + net.text(text[v])
                 cosine = torch.dot(text[v], inputs.query[j]) / (text[v].norm() * inputs.query[j].norm())
                 boundary[v] = boundary[v] + h * q[j] + cosine * net.cosine_weight
+                if net.focus:  # + cos(text, wh-phrase) * w'
+                    wh = inputs.focus[j]
+                    boundary[v] = boundary[v] + torch.dot(text[v], wh) / (text[v].norm() * wh.norm()) * net.focus_weight
         visited = set(topics)
 
         def score(state, question=q[j]):
@@ -115,18 +125,22 @@ def dense_forward(net: BellmanFordNet, inputs: BatchInputs, nodes: int | None = 
             if net.answer_text:
                 text, question = inputs.whole.text[v], inputs.query[j]
                 logit = logit + torch.dot(text, question) / (text.norm() * question.norm()) * net.text_weight(q[j])[0]
+                if net.focus:
+                    wh = inputs.focus[j]
+                    logit = logit + torch.dot(text, wh) / (text.norm() * wh.norm()) * net.focus_text_weight(q[j])[0]
             logits.append(logit)
         out.append(torch.stack(logits))
     return torch.stack(out, dim=1)
 
 
 @pytest.mark.parametrize("message, entity_text, answer", [("add", False, ""), ("mul", False, ""), ("add", True, ""),
-                                                         ("add", True, "type"), ("mul", False, "type+text")])
+                                                         ("add", True, "type"), ("mul", False, "type+text"),
+                                                         ("add", True, "focus"), ("mul", True, "focus+text")])
 @pytest.mark.parametrize("pruned", [None, 1, 2])
 def test_steps_match_a_dense_message_passing_and_its_gradients(message, entity_text, answer, pruned):
-    inputs = hand_inputs([[0, 2], [4]])
+    inputs = hand_inputs([[0, 2], [4]], focus="focus" in answer)
     net = network(message, nodes=pruned or 0, entity_text=entity_text, answer_type="type" in answer,
-                  answer_text="text" in answer)
+                  answer_text="text" in answer, focus="focus" in answer)
     got = net(inputs).logits
     want = dense_forward(net, inputs, pruned)
     assert torch.allclose(got, want, rtol=1e-9, atol=1e-9)
@@ -150,6 +164,18 @@ def test_some_rows_alone_give_those_rows_scores():
         whole = net(inputs).logits
         rows = torch.tensor([1, 3, 4])
         assert torch.allclose(net(inputs, rows).logits, whole[rows], rtol=1e-10, atol=1e-12)
+
+
+def test_every_place_s_logits_beside_the_rows_probes():
+    inputs = hand_inputs([[0, 2], [4]])
+    net = network("add", nodes=2, entity_text=True)
+    whole = net(inputs, probes=("cumulative",))
+    rows = torch.tensor([1, 3, 4])
+    both = net(inputs, rows, ("cumulative",), every=True)
+    assert torch.allclose(both.logits, whole.logits, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(both.probes["cumulative"], whole.probes["cumulative"][rows], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="pruned"):
+        network("add")(inputs, rows, every=True)
 
 
 @pytest.mark.parametrize("message, answer", [("add", False), ("mul", False), ("add", True)])
@@ -367,3 +393,96 @@ def test_answering_takes_another_entity_count_from_its_param(tmp_path):
     want = whole.prioritize(examples)[0].priority
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert not np.allclose(built("0").prioritize(examples)[0].priority, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_focus_model_without_wh_phrases_says_so():
+    net = network("add", entity_text=True, focus=True)
+    with pytest.raises(ValueError, match="wh-phrase"):
+        net(hand_inputs([[0]]))
+    with pytest.raises(ValueError, match="entity_text"):
+        network("add", focus=True)
+
+
+def test_the_exact_loss_is_the_softmax_over_every_entity_of_each_subgraph():
+    """``--negatives all``: the priority's loss is each question's softmax cross-entropy over
+    every entity within three steps of its topics (networkx's balls, the topics included),
+    from the logits of the unpruned network with the same weights (the pruning keeps every
+    entity here), averaged over the questions; the probes keep their sampled rows."""
+    import networkx as nx
+
+    from adapath.methods.pathmind.config import TrainConfig
+    from adapath.methods.pathmind.train import Example, Features, training_loss
+    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    n = graph.num_nodes
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    for u in range(n):
+        g.add_edges_from((u, int(v)) for v in indices[indptr[u]:indptr[u + 1]])
+    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=8)), 3)
+    rng = np.random.default_rng(3)
+    examples = [Example(str(i), "", [int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
+                        [int(a) for a in rng.choice(n, size=2, replace=False)],
+                        rng.normal(size=8).astype(np.float32)) for i in range(6)]
+    config = TrainConfig(nodes=n, degree_ratio=0.0, negatives="all", hidden=8)
+    torch.manual_seed(0)
+    pruned = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, 8, 8, hidden=8, nodes=n,
+                            degree_ratio=0.0, entity_text=True)
+    whole = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, 8, 8, hidden=8, nodes=0,
+                           entity_text=True)
+    whole.load_state_dict(pruned.state_dict())
+    loss, probe_loss = training_loss(pruned, features, examples, config, np.random.default_rng(0))
+    inputs = features.batch(examples)
+    with torch.no_grad():
+        logits = whole(inputs).logits
+    want = []
+    for j, e in enumerate(examples):
+        ball = set()
+        for t in e.topics:
+            ball |= set(nx.single_source_shortest_path_length(g, t, cutoff=3))
+        rows = torch.as_tensor(inputs.places.local_of[sorted(ball)])
+        answers = [a for a in e.answers if a in ball]
+        mean = logits[inputs.places.local_of[answers], j].mean() if answers else torch.zeros(())
+        want.append(torch.logsumexp(logits[rows, j], 0) - mean)
+    assert torch.allclose(loss.detach(), torch.stack(want).mean(), rtol=1e-5, atol=1e-5)
+    assert float(probe_loss.detach()) > 0  # the probes' sampled loss
+
+
+def test_examples_carry_their_wh_phrase_s_embedding(tmp_path):
+    """make_examples and a --focus model's answering both give each question the encoder's
+    vector of its wh-phrase; a model without --focus encodes none."""
+    from adapath.contract import Query
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.methods.answer_type import wh_phrase
+    from adapath.methods.base import MethodContext
+    from adapath.methods.pathmind.config import TrainConfig
+    from adapath.methods.pathmind.train import make_examples, save_checkpoint
+    from adapath.methods.registry import get_method
+    from adapath.retrieval.dense import HashingEncoder
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    encoder = HashingEncoder(dim=16)
+    examples = make_examples(graph, QueryGenerator(graph).generate(3, seed=2), encoder)
+    want = np.asarray(encoder.encode([wh_phrase(e.text) for e in examples]), np.float32)
+    np.testing.assert_allclose(np.stack([e.focus for e in examples]), want)
+    assert any(wh_phrase(e.text) != e.text for e in examples)
+    spec = get_method("pathmind")
+    queries = [Query(e.id, "explicit", e.text, tuple(int(graph.node_id[t]) for t in e.topics)) for e in examples]
+    for focus in (True, False):
+        torch.manual_seed(0)
+        net = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, 512, 512, hidden=8, nodes=4,
+                             entity_text=True, answer_text=True, focus=focus)
+        save_checkpoint(net, TrainConfig(hidden=8, nodes=4, answer_text=True, focus=focus, encoder="hashing"),
+                        graph, tmp_path / str(focus))
+        method = spec.make(MethodContext(graph, model=tmp_path / str(focus), params=spec.resolve_params({})))
+        got = method.examples(queries)
+        if focus:
+            wh = np.asarray(method.encoder.encode([wh_phrase(q.text) for q in queries]), np.float32)
+            np.testing.assert_allclose(np.stack([e.focus for e in got]), wh)
+            assert np.isfinite(method.prioritize(got)[0].priority[graph.index_of(queries[0].topic_ids)]).all()
+        else:
+            assert all(e.focus is None for e in got)

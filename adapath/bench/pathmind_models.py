@@ -20,10 +20,11 @@ MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
           "nodes128": {"nodes": 128}, "guide-paths": {"guide_paths": True},
           # our readout's answer prior (named variants); no-prior, the default, as the docs' runs name it
           "answer-prior": {"answer_type": True, "answer_text": True}, "answer-type": {"answer_type": True},
-          "no-prior": {}}
+          "no-prior": {}, "focus": {"focus": True},
+          "all-negatives": {"negatives": "all"}}
 # the names measured while the default propagated from 32 entities per step keep their 32 (and
 # their models); the default and the names of a count or of no pruning take their own
-MODELS = {name: settings if name in ("default", "unpruned", "guide-paths") or name.startswith("nodes")
+MODELS = {name: settings if name in ("default", "unpruned", "guide-paths", "focus", "all-negatives") or name.startswith("nodes")
           else {"nodes": 32} | settings for name, settings in MODELS.items()}
 
 

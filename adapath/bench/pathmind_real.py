@@ -18,11 +18,15 @@ from adapath.bench.result import report
 from adapath.datasets.biostrat import records_query_set
 from adapath.methods.pathmind.config import TrainConfig
 
+# TrainConfig settings added after models were kept, with their defaults: left out of the key there
+LATER_SETTINGS = {"guide_paths": False, "focus": False, "negatives": "sampled"}
+
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
     settings = asdict(config)
-    if not settings["guide_paths"]:  # added later: the models trained without it keep their folders
-        del settings["guide_paths"]
+    for name, default in LATER_SETTINGS.items():  # the models trained before them keep their folders
+        if settings[name] == default:
+            del settings[name]
     key = key_of(settings, 6)
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     if init is not None:  # fine-tuned from another model: named after it

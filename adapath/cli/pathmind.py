@@ -68,6 +68,8 @@ def pathmind_train(
     entity_text: bool = setting_option(TrainConfig, "entity_text"),
     answer_type: bool = setting_option(TrainConfig, "answer_type"),
     answer_text: bool = setting_option(TrainConfig, "answer_text"),
+    focus: bool = setting_option(TrainConfig, "focus"),
+    negatives: str = setting_option(TrainConfig, "negatives"),
     guide_paths: bool = setting_option(TrainConfig, "guide_paths"),
     init: Path | None = typer.Option(None, "--init", help="A trained model to start from instead of random "
                                      "weights (same settings): fine-tune on real records a model trained with "
@@ -103,7 +105,8 @@ def pathmind_train(
                          select=select, loss=loss, cost=cost, entity=entity, readout=readout, gnn_layers=gnn_layers,
                          network=network, message=message, nodes=nodes, degree_ratio=degree_ratio,
                          entity_text=entity_text, answer_type=answer_type,
-                         answer_text=answer_text, guide_paths=guide_paths)
+                         answer_text=answer_text, guide_paths=guide_paths, focus=focus,
+                         negatives=negatives)
     config.check()
     if out.exists() and not force:
         raise InputError(f"{out}: already exists (pass --force to replace it)")

@@ -101,7 +101,8 @@ class BellmanFordNet(nn.Module):
 
     def __init__(self, num_types: int, num_codes: int, query_dim: int, text_dim: int, hidden: int = 32,
                  hops: int = 3, message: str = "add", nodes: int = 0, degree_ratio: float = 1.0,
-                 entity_text: bool = False, answer_type: bool = False, answer_text: bool = False):
+                 entity_text: bool = False, answer_type: bool = False, answer_text: bool = False,
+                 focus: bool = False):
         super().__init__()
         if message not in MESSAGES:
             raise ValueError(f"message {message!r}: choose {', '.join(MESSAGES)}")
@@ -110,12 +111,14 @@ class BellmanFordNet(nn.Module):
                        "message": message, "nodes": nodes, "degree_ratio": degree_ratio}
         if entity_text:  # recorded only when on: the models without it keep their settings
             self.config["entity_text"] = True
-        for name, on in (("answer_type", answer_type), ("answer_text", answer_text)):
+        for name, on in (("answer_type", answer_type), ("answer_text", answer_text), ("focus", focus)):
             if on:
                 self.config[name] = True
         self.hidden, self.hops, self.message, self.num_codes = hidden, hops, message, num_codes
         self.nodes, self.degree_ratio, self.entity_text = nodes, degree_ratio, entity_text
-        self.answer_type, self.answer_text = answer_type, answer_text
+        self.answer_type, self.answer_text, self.focus = answer_type, answer_text, focus
+        if focus and not entity_text:
+            raise ValueError("focus adds to the entity evidence: it needs entity_text")
         self.query = nn.Linear(query_dim, hidden)
         self.relations = nn.ModuleList(nn.Linear(hidden, num_codes * hidden) for _ in range(hops))
         self.combine = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in range(hops))
@@ -128,6 +131,8 @@ class BellmanFordNet(nn.Module):
         self.text = nn.Linear(text_dim, hidden, bias=False)
         if entity_text:  # the entity's own evidence, read against the question: cosine's weight per channel
             self.cosine_weight = nn.Parameter(torch.zeros(hidden))
+        if focus:  # and its text's cosine to the question's wh-phrase: a weight per channel
+            self.focus_weight = nn.Parameter(torch.zeros(hidden))
         if answer_type:  # the readout's answer-type prior: one logit per entity type read from the question
             self.type_prior = nn.Linear(hidden, num_types)
             nn.init.zeros_(self.type_prior.weight)
@@ -136,6 +141,10 @@ class BellmanFordNet(nn.Module):
             self.text_weight = nn.Linear(hidden, 1)
             nn.init.zeros_(self.text_weight.weight)
             nn.init.zeros_(self.text_weight.bias)
+            if focus:  # and its cosine to the question's wh-phrase, a weight per question
+                self.focus_text_weight = nn.Linear(hidden, 1)
+                nn.init.zeros_(self.focus_text_weight.weight)
+                nn.init.zeros_(self.focus_text_weight.bias)
         self.probes = nn.ModuleDict({"readout": mlp(2 * hidden, hidden, 1), "cumulative": mlp(hidden, hidden, 1),
                                      "future": mlp(hidden, hidden, 1)})
         self.visits: list[tuple[float, float]] = []  # per step of the last forward: entities, edges per question
@@ -156,7 +165,8 @@ class BellmanFordNet(nn.Module):
     def readout_prior(self, inputs, q: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor | None:
         """What the readout adds to the priority of the places (or ``rows``) per question (places
         x B), not the priority that prunes: ``--answer-type``'s logit for the place's type,
-        ``--answer-text``'s weight times its text's cosine to the question; None when both are off."""
+        ``--answer-text``'s weight times its text's cosine to the question (with ``--focus``, and
+        another weight times its cosine to the question's wh-phrase); None when both are off."""
         if not (self.answer_type or self.answer_text):
             return None
         prior = 0
@@ -167,7 +177,20 @@ class BellmanFordNet(nn.Module):
         if self.answer_text:
             cosine = inputs.cosine if rows is None else inputs.cosine.index_select(0, rows)
             prior = prior + cosine * self.text_weight(q).T
+            if self.focus:
+                nodes = inputs.places.nodes if rows is None else inputs.places.nodes[rows.cpu().numpy()]
+                prior = prior + self.focus_cosine(inputs, torch.as_tensor(nodes, device=q.device)) * \
+                    self.focus_text_weight(q).T
         return prior
+
+    @staticmethod
+    def focus_cosine(inputs, nodes: torch.Tensor) -> torch.Tensor:
+        """Each of ``nodes``' text cosine to each question's wh-phrase: nodes x B."""
+        if inputs.focus is None:
+            raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
+        text = inputs.whole.text.index_select(0, nodes)
+        unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        return unit @ (inputs.focus / inputs.focus.norm(dim=1, keepdim=True).clamp(min=1e-12)).T
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
         """A question-free representation of ``nodes``: type embedding + text projection."""
@@ -182,14 +205,18 @@ class BellmanFordNet(nn.Module):
         return torch.relu(self.norm[step](self.combine[step](torch.cat([x_in, aggregate], dim=-1))))
 
     # ------------------------------------------------------------------ forward
-    def forward(self, inputs, rows: torch.Tensor | None = None, probes: tuple[str, ...] = ()):
+    def forward(self, inputs, rows: torch.Tensor | None = None, probes: tuple[str, ...] = (), every: bool = False):
+        """``every`` (pruned only): the logits of every place, the probes (and d) of ``rows``
+        alone (the exact loss over the subgraph beside the probes' sampled one)."""
         from adapath.methods.pathmind.model import Output
 
         q = self.query(inputs.query)
         reached = None
         self.search_loss = q.new_zeros(())  # the pruned search's selection loss, in training with a guide
+        if every and self.nodes == 0:
+            raise ValueError("every: the logits of every place come from the pruned search")
         if self.nodes > 0:
-            logits, d, reached = self._pruned(inputs, q, rows, dense=bool(probes))
+            logits, d, reached = self._pruned(inputs, q, rows, dense=bool(probes), every=every)
         else:
             logits, d = self._whole(inputs, q, rows)
         out = {}
@@ -214,16 +241,25 @@ class BellmanFordNet(nn.Module):
         """``--entity-text``: each entity's own evidence for a question, added to what it
         aggregates (the paper's triple representation reads the entities' representations;
         NBFNet's layers read none): (type embedding + text projection) * q' + cos(text, question)
-        * w. ``questions`` None: every node for every question (nodes x B x H), else the
+        * w (+ cos(text, wh-phrase) * w' with ``--focus``). ``questions`` None: every node for every question (nodes x B x H), else the
         question of each node (nodes x H)."""
         text = inputs.whole.text.index_select(0, nodes)
         h = self.entity_representation(inputs, nodes)
         unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
         query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        focus = None
+        if self.focus:
+            if inputs.focus is None:
+                raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
+            focus = inputs.focus / inputs.focus.norm(dim=1, keepdim=True).clamp(min=1e-12)
         if questions is None:
-            return h[:, None, :] * q[None] + (unit @ query.T)[..., None] * self.cosine_weight
+            out = h[:, None, :] * q[None] + (unit @ query.T)[..., None] * self.cosine_weight
+            return out if focus is None else out + (unit @ focus.T)[..., None] * self.focus_weight
         cosine = (unit * query.index_select(0, questions)).sum(1, keepdim=True)
-        return h * q.index_select(0, questions) + cosine * self.cosine_weight
+        out = h * q.index_select(0, questions) + cosine * self.cosine_weight
+        if focus is None:
+            return out
+        return out + (unit * focus.index_select(0, questions)).sum(1, keepdim=True) * self.focus_weight
 
     def boundary(self, inputs, q: torch.Tensor, n: int) -> torch.Tensor:
         start = torch.zeros(n, q.shape[0], self.hidden, dtype=q.dtype, device=q.device)
@@ -294,7 +330,7 @@ class BellmanFordNet(nn.Module):
         has = count > 0
         return (top[has] + torch.log(total[has]) - gold_sum[has] / count[has]).mean()
 
-    def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True):
+    def _pruned(self, inputs, q: torch.Tensor, rows: torch.Tensor | None, dense: bool = True, every: bool = False):
         """A*Net's pruned propagation over each question's visited entities, kept sparse:
         (logits, d, reached) over the places (or ``rows``), places x B; ``dense`` false: d is
         None (answering reads the logits alone: no places x B x hidden tensor); ``reached``: the
@@ -390,7 +426,7 @@ class BellmanFordNet(nn.Module):
             logits = logits + prior
         reached = torch.zeros(n, batch, dtype=torch.bool, device=device)
         reached[torch.as_tensor(local[inside], device=device), torch.as_tensor(question[inside], device=device)] = True
-        if rows is not None:
+        if rows is not None and not every:
             logits, reached = logits.index_select(0, rows), reached.index_select(0, rows)
         if not dense:
             return logits, None, reached

@@ -28,6 +28,7 @@ NETWORKS = ("bellman-ford", "walk")  # the neural Bellman-Ford (NBFNet / A*Net);
 MESSAGES = ("add", "mul")  # the Bellman-Ford message: TransE (the paper's sum of triple representations), DistMult
 READOUTS = ("last", "layers")  # the priority reads d(q, e) (paper) or d after each layer side by side (NBFNet)
 SELECTS = ("hits1", "hits3")
+NEGATIVES = ("sampled", "all")  # the loss's entities: answers, topics and drawn negatives; every entity
 MAX_HOPS = 5  # the Path-Bank's construction bound; a ball of mean degree ~60 covers the graph well before
 MAX_GNN_LAYERS = 4
 
@@ -78,12 +79,21 @@ class TrainConfig:
                                       "it aggregates: its type and text read against the question, and its "
                                       "text's cosine to it (the paper's triple representation reads the entity "
                                       "reached; NBFNet's message does not). --no-entity-text leaves it out.")
+    focus: bool = setting(False, "A named variant, our addition: each reached entity's evidence (--entity-text) "
+                                 "also reads its text's cosine to the question's wh-phrase (what the question "
+                                 "says of its answer, as AdaPath's walk reads it; not in the paper, NBFNet or "
+                                 "A*Net).")
     answer_type: bool = setting(False, "A named variant, our addition: the Bellman-Ford network's readout adds a "
                                        "logit per entity type read from the question (an answer-type prior; not in "
                                        "the paper, NBFNet or A*Net); the pruning's priority does not read it.")
     answer_text: bool = setting(False, "A named variant, our addition: the Bellman-Ford network's readout adds each "
                                        "entity text's cosine to the question, weighted per question (not in the "
                                        "paper, NBFNet or A*Net); the pruning's priority does not read it.")
+    negatives: str = setting("sampled", "The entities the loss sums over besides the answers: sampled (the "
+                                        "question's 256 most like it and 384 drawn per hop depth, weighted to "
+                                        "stand for the rest) or all (every entity of its subgraph, exactly, as the "
+                                        "paper's loss reads; with --nodes the unreached share one logit, so it "
+                                        "costs one pass).")
     guide_paths: bool = setting(False, "A named variant, our addition: in training, each question's pruned search also "
                                        "propagates from the entities on its shortest paths from a topic to an "
                                        "answer, along those paths' edges, and a selection loss per step teaches "
@@ -97,7 +107,7 @@ class TrainConfig:
             self.network = "walk"
         if self.network == "walk":  # the evidence term belongs to the Bellman-Ford network
             self.entity_text = False
-            self.answer_type = self.answer_text = self.guide_paths = False
+            self.answer_type = self.answer_text = self.guide_paths = self.focus = False
 
     def check(self) -> None:
         """One line for the first setting out of range, named as its option."""
@@ -113,11 +123,17 @@ class TrainConfig:
             raise InputError(f"--select {self.select!r}: choose hits1 or hits3")
         if self.nodes < 0:
             raise InputError(f"--nodes {self.nodes}: must be at least 0 (0: no pruning)")
+        if self.negatives == "all" and (self.network != "bellman-ford" or self.nodes == 0):
+            raise InputError("--negatives all: the exact loss over every entity needs the pruned Bellman-Ford "
+                             "network (--nodes > 0)")
         if self.guide_paths and self.nodes == 0:
             raise InputError("--guide-paths: keeps gold paths in the pruned search; with --nodes 0 nothing is pruned")
+        if self.focus and not self.entity_text:
+            raise InputError("--focus: adds to each entity's evidence; it needs --entity-text")
         if self.degree_ratio < 0:
             raise InputError(f"--degree-ratio {self.degree_ratio:g}: must be at least 0 (0: every edge)")
         for option, value, choices in (("--network", self.network, NETWORKS), ("--message", self.message, MESSAGES),
+                                       ("--negatives", self.negatives, NEGATIVES),
                                        ("--reading", self.reading, READINGS), ("--loss", self.loss, LOSSES), ("--cost", self.cost, COSTS),
                                        ("--entity", self.entity, ENTITIES), ("--readout", self.readout, READOUTS)):
             if value not in choices:

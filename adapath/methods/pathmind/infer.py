@@ -42,7 +42,7 @@ from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
 from adapath.methods.pathmind.select import Lookahead, Selection, reachable, select_entities
-from adapath.methods.pathmind.train import Example, Features
+from adapath.methods.pathmind.train import Example, Features, encode_focus
 from adapath.retrieval.dense import NodeEmbeddings
 
 MODES = ("model", "readout", "cumulative", "future", "nearest", "random")
@@ -91,8 +91,9 @@ class PathMind:
 
     def examples(self, queries: list[Query]) -> list[Example]:
         vectors = self.encoder.encode([q.text for q in queries])
-        return [Example(q.id, q.text, self.graph.index_of(q.topic_ids).tolist(), [], np.asarray(v, np.float32))
-                for q, v in zip(queries, vectors)]
+        focus = encode_focus(self.encoder, [q.text for q in queries]) if self.config.focus else [None] * len(queries)
+        return [Example(q.id, q.text, self.graph.index_of(q.topic_ids).tolist(), [], np.asarray(v, np.float32), wh)
+                for q, v, wh in zip(queries, vectors, focus)]
 
     # ------------------------------------------------------------------ prioritize
     def prioritize(self, examples: list[Example], queries: list[Query] | None = None) -> list[Prioritized]:

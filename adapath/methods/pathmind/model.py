@@ -405,11 +405,13 @@ class BatchInputs:
 
     def __init__(self, graph: RelationalGraph, places: Places, whole: WholeGraph, cosine,
                  query: torch.Tensor, topics: list[list[int]], reach: list[np.ndarray],
-                 entities: torch.Tensor | None = None, reach_bits: list[np.ndarray] | None = None):
+                 entities: torch.Tensor | None = None, reach_bits: list[np.ndarray] | None = None,
+                 focus: torch.Tensor | None = None):
         """``cosine``: places x B, or a function that computes it when first read (the
         Bellman-Ford network reads it only for ``--answer-text``)."""
         self.graph, self.places, self.whole, self._cosine = graph, places, whole, cosine
         self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
+        self.focus = focus  # B x D: the questions' wh-phrase embeddings (None: not encoded)
         # training with --guide-paths: per step 0..hops, the sorted keys (question * nodes + node)
         # of the entities on a shortest path from a topic to an answer, at that depth
         self.guide: list[np.ndarray] | None = None

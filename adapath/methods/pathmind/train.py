@@ -56,6 +56,7 @@ class Example:
     topics: list[int]  # internal node indices, every topic of the question
     answers: list[int]  # internal indices of the valid answers in the graph (not topics)
     query: np.ndarray  # the question's embedding
+    focus: np.ndarray | None = None  # its wh-phrase's embedding (what it says of its answer)
 
 
 ENCODE_CHUNK = 1024
@@ -72,15 +73,25 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
             parts.append(np.asarray(encoder.encode(texts[lo:lo + ENCODE_CHUNK]), dtype=np.float32))
             bar.advance(len(parts[-1]))
     vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+    focus = encode_focus(encoder, texts)
     out = []
-    for record, text, vector in zip(records, texts, vectors):
+    for record, text, vector, wh in zip(records, texts, vectors, focus):
         topics = graph.index_of([int(k) for k in record["topic_entities"]]).tolist()
         answers = []
         if with_answers:
             index = graph.index_of([int(v) for v in record["valid_answer_ids"]], missing="ignore")
             answers = [int(i) for i in index if i >= 0 and i not in topics]
-        out.append(Example(str(record["data_id"]), text, topics, answers, np.asarray(vector, dtype=np.float32)))
+        out.append(Example(str(record["data_id"]), text, topics, answers, np.asarray(vector, dtype=np.float32), wh))
     return out
+
+
+def encode_focus(encoder, texts: list[str]) -> np.ndarray:
+    """The embeddings of the questions' wh-phrases (``--focus`` reads them; each short)."""
+    from adapath.methods.answer_type import wh_phrase
+
+    parts = [np.asarray(encoder.encode([wh_phrase(t) for t in texts[lo:lo + ENCODE_CHUNK]]), dtype=np.float32)
+             for lo in range(0, len(texts), ENCODE_CHUNK)]
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
 class Features:
@@ -139,8 +150,11 @@ class Features:
         def cosine():
             return (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
 
+        focus = None
+        if all(e.focus is not None for e in examples):
+            focus = torch.as_tensor(np.stack([e.focus for e in examples])).to(self.device)
         return BatchInputs(self.relational, places, self.whole, cosine, query, [e.topics for e in examples],
-                           [places.mask(bits) for bits in marks], entities, reach_bits=reach)
+                           [places.mask(bits) for bits in marks], entities, reach_bits=reach, focus=focus)
 
     def reach_bits(self, topic_lists: list[list[int]]) -> list[np.ndarray]:
         """The relational graph's ``reach_bits`` over ``hops`` steps, the last call's kept: a
@@ -363,7 +377,8 @@ def new_model(graph: KnowledgeGraph, features: Features, query_dim: int, config:
         model = BellmanFordNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
                                hidden=config.hidden, hops=config.hops, message=config.message, nodes=config.nodes,
                                degree_ratio=config.degree_ratio, entity_text=config.entity_text,
-                               answer_type=config.answer_type, answer_text=config.answer_text)
+                               answer_type=config.answer_type, answer_text=config.answer_text,
+                               focus=config.focus)
     else:
         model = PathMindNet(len(graph.type_names), 2 * graph.num_relations, query_dim, features.text_dim,
                             hidden=config.hidden, hops=config.hops, reading=config.reading,
@@ -422,6 +437,33 @@ def within_reach(features: Features, examples: list[Example]) -> list[Example]:
     return [e for e, ok in zip(examples, found) if ok]
 
 
+def training_loss(model, features: Features, chunk: list[Example], config: TrainConfig,
+                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the priority's loss, the probes' loss) of one batch. The probes (and, with
+    ``negatives`` sampled, the priority) read the sampled rows of :func:`sampled_targets`; with
+    ``negatives`` all the priority's loss reads every entity of each question's subgraph, its
+    topics included, each once."""
+    rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
+    every = config.negatives == "all"
+    inputs = features.batch(chunk, None if every else rows)
+    if config.guide_paths:
+        inputs.guide = gold_paths(features, chunk)
+    at = torch.as_tensor(inputs.places.local_of[rows]).to(features.device)
+    output = model(inputs, at, PROBES, every=True) if every else model(inputs, at, PROBES)
+    target, weight = target.to(features.device), weight.to(features.device)
+    if every:
+        answers, inside = targets(features, chunk, inputs.places, topics=True)
+        inside = inside.to(features.device, output.logits.dtype)
+        loss = subgraph_loss(output.logits, answers.to(features.device) * inside, inside, config.loss)
+    else:
+        loss = subgraph_loss(output.logits, target, weight, config.loss)
+    if config.guide_paths:  # and the pruned search's selections along the gold paths
+        loss = loss + model.search_loss
+    # the probes learn from detached inputs: the priority's gradients are its own
+    probe_loss = sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
+    return loss, probe_loss
+
+
 def train(graph: KnowledgeGraph, examples: list[Example], features: Features, config: TrainConfig, log=None,
           progress: bool = False, more: list[Example] = (), split=None, init: PathMindNet | None = None):
     """Returns (model, history) with the best validation epoch's weights (validation: a seeded
@@ -465,18 +507,7 @@ def train(graph: KnowledgeGraph, examples: list[Example], features: Features, co
         shuffled = [fit[i] for i in rng.permutation(len(fit))]
         with Progress(len(fit), f"epoch {epoch}", "questions", quiet=not progress) as bar:
             for chunk in batches(shuffled, max(1, config.batch)):
-                rows, target, weight = sampled_targets(features, chunk, features.cosine(chunk), rng)
-                inputs = features.batch(chunk, rows)
-                if config.guide_paths:
-                    inputs.guide = gold_paths(features, chunk)
-                at = torch.as_tensor(inputs.places.local_of[rows]).to(features.device)
-                output = model(inputs, at, PROBES)
-                target, weight = target.to(features.device), weight.to(features.device)
-                loss = subgraph_loss(output.logits, target, weight, config.loss)
-                if config.guide_paths:  # and the pruned search's selections along the gold paths
-                    loss = loss + model.search_loss
-                # the probes learn from detached inputs: the priority's gradients are its own
-                probe_loss = sum(subgraph_loss(p, target, weight, config.loss) for p in output.probes.values())
+                loss, probe_loss = training_loss(model, features, chunk, config, rng)
                 optimizer.zero_grad()
                 (loss + probe_loss).backward()
                 optimizer.step()
