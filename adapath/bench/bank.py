@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from adapath.bank.config import BankConfig
-from adapath.bench.environment import proc_field
+from adapath.bench.environment import cupy_devices, proc_field
 from adapath.bench.inputs import inputs, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line, Measured, alternate, timed
@@ -407,12 +407,7 @@ def main(argv: list[str] | None = None) -> None:
         "reference_stage_ms": {k: 1000 * v / n_ref for k, v in ref_seconds.items()},
         **scaling_result,
     }
-    try:  # the GPU, when CuPy and a device are present (bench gpu's check would import it both ways)
-        import cupy
-
-        has_gpu = cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no driver or no device: the same answer
-        has_gpu = False
+    has_gpu = cupy_devices()[0] > 0  # the GPU, when CuPy and a device are present
     if has_gpu:
         from adapath.engine.ppr import device_batch, free_device_bytes
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import shutil
@@ -60,6 +61,19 @@ def gpus() -> list[dict] | None:
         return None
     parts = [[part.strip() for part in line.split(",")] for line in done.stdout.strip().splitlines()]
     return [{"model": name, "driver": driver, "memory_mib": int(float(memory))} for name, driver, memory in parts]
+
+
+def cupy_devices() -> tuple[int, str]:
+    """(the CUDA devices CuPy sees, why none where 0): CuPy is the project's GPU array library."""
+    if importlib.util.find_spec("cupy") is None:
+        return 0, "cupy not installed (pip install 'adapath[gpu]')"
+    import cupy
+
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - any driver/runtime failure means no usable device
+        return 0, f"no usable CUDA device ({type(exc).__name__}: {exc})"
+    return count, "" if count else "CuPy sees no CUDA device"
 
 
 def version(distributions: tuple[str, ...]) -> str | None:

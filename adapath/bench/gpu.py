@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adapath.bench.environment import cupy_devices
 from adapath.bench.inputs import inputs, names, parser, workdir
 from adapath.bench.result import report
 from adapath.bench.timing import Line, timed
@@ -31,17 +32,10 @@ class Skip(Exception):
 
 
 def cuda_devices() -> int:
-    """CUDA devices CuPy sees (CuPy is the project's GPU array library)."""
-    if importlib.util.find_spec("cupy") is None:
-        raise Skip("cupy not installed (pip install 'adapath[gpu]')")
-    import cupy
-
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - any driver/runtime failure means no usable device
-        raise Skip(f"no usable CUDA device ({type(exc).__name__}: {exc})") from None
+    """CUDA devices CuPy sees; none: Skip, with the reason."""
+    count, why = cupy_devices()
     if count == 0:
-        raise Skip("CuPy sees no CUDA device")
+        raise Skip(why)
     return count
 
 
