@@ -279,23 +279,33 @@ def test_the_gold_paths_edges_survive_the_edge_budget():
     assert guided.all()
 
 
+def generated_world():
+    """A small generated graph, the same graph in networkx (undirected), and its features
+    (hashing encoder, 3 hops)."""
+    import networkx as nx
+
+    from adapath.methods.pathmind.train import Features
+    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    g = nx.Graph()
+    g.add_nodes_from(range(graph.num_nodes))
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    for u in range(graph.num_nodes):
+        g.add_edges_from((u, int(v)) for v in indices[indptr[u]:indptr[u + 1]])
+    return graph, g, Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=8)), 3)
+
+
 def test_gold_paths_are_the_shortest_paths_entities_by_depth():
     """Against networkx's shortest paths on a generated graph: per question, the entities at
     position t of a shortest path from a topic to an answer, the paths of the nearest answer."""
     import networkx as nx
 
-    from adapath.methods.pathmind.train import Example, Features, gold_paths
-    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
-    from adapath.sources.synthetic import generate
+    from adapath.methods.pathmind.train import Example, gold_paths
 
-    graph = generate(scale=0.01, seed=5)
+    graph, g, features = generated_world()
     n = graph.num_nodes
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
-    for u in range(n):
-        g.add_edges_from((u, int(v)) for v in indices[indptr[u]:indptr[u + 1]])
-    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=8)), 3)
     rng = np.random.default_rng(1)
     examples = [Example(str(i), "", [int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
                         [int(a) for a in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
@@ -411,18 +421,10 @@ def test_the_exact_loss_is_the_softmax_over_every_entity_of_each_subgraph():
     import networkx as nx
 
     from adapath.methods.pathmind.config import TrainConfig
-    from adapath.methods.pathmind.train import Example, Features, training_loss
-    from adapath.retrieval.dense import HashingEncoder, NodeEmbeddings
-    from adapath.sources.synthetic import generate
+    from adapath.methods.pathmind.train import Example, training_loss
 
-    graph = generate(scale=0.01, seed=5)
+    graph, g, features = generated_world()
     n = graph.num_nodes
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
-    for u in range(n):
-        g.add_edges_from((u, int(v)) for v in indices[indptr[u]:indptr[u + 1]])
-    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=8)), 3)
     rng = np.random.default_rng(3)
     examples = [Example(str(i), "", [int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)],
                         [int(a) for a in rng.choice(n, size=2, replace=False)],
