@@ -68,3 +68,14 @@ def test_guide_paths_without_pruning_is_a_one_line_error():
         TrainConfig(nodes=0, guide_paths=True).check()
     assert "\n" not in str(error.value) and "--guide-paths" in str(error.value)
     TrainConfig(nodes=8, guide_paths=True).check()
+
+
+@pytest.mark.parametrize("models, says", [("default,bogus=1", "'bogus' is neither a model name"),
+                                          (",", "none given"), ("nodes=many", "nodes")])
+def test_bench_pathmind_default_reads_its_models_as_the_real_bench_does(models, says):
+    """Names or key=value settings; a bad entry is one line before any work."""
+    from adapath.bench import pathmind_default
+
+    with pytest.raises(InputError) as error:
+        pathmind_default.main(["--models", models])
+    assert "\n" not in str(error.value) and says in str(error.value)

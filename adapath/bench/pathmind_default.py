@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
-from adapath.bench.inputs import inputs, names, parser
+from adapath.bench.inputs import inputs, parser
 from adapath.bench.pathmind import training_inputs
 from adapath.bench.pathmind_models import MODELS, model_settings
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record
+from adapath.errors import InputError
 from adapath.eval.metrics import em_strict
 from adapath.methods.pathmind.config import TrainConfig
 
@@ -127,7 +128,8 @@ def arguments():
         "train": (320, "generated training questions"),
         "test": (80, "generated questions answered"),
         "hops": ("1,2", "the questions' hop counts"),
-        "models": ("default,paper,unpruned,mul,walk", f"Of {', '.join(MODELS)}."),
+        "models": ("default,paper,unpruned,mul,walk", f"Of {', '.join(MODELS)}, or key=value+key=value "
+                   "training settings (as bench pathmind --real reads them)."),
         "encoder": ("minilm", "query and node-text encoder"),
         "threads": (1, "torch and Numba threads"),
         "walk-model": (None, "a `pathmind train` model on this graph and questions: print only how "
@@ -142,5 +144,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.walk_model:
         report(args, walk_volume(args), f"walk count against the priority's input: {where}")
         return
-    names("--models", args.models, MODELS)
+    chosen = [m for m in args.models.split(",") if m.strip()]
+    if not chosen:
+        raise InputError(f"--models {args.models!r}: none given; choose from {', '.join(MODELS)} or key=value settings")
+    for name in chosen:  # each a name of MODELS or key=value+key=value settings, else a one-line error
+        model_settings(name)
     report(args, run(args), f"PathMind's priority networks: {where}")
