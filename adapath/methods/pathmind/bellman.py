@@ -86,6 +86,18 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at, keys[at] == wanted
 
 
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row scaled to length 1 (a zero row stays zero)."""
+    return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+def wh_phrases(inputs) -> torch.Tensor:
+    """The questions' wh-phrase embeddings as unit rows (B x D): what a ``--focus`` model reads."""
+    if inputs.focus is None:
+        raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
+    return unit_rows(inputs.focus)
+
+
 def mlp(width_in: int, hidden: int, width_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(width_in, hidden), nn.ReLU(), nn.Linear(hidden, width_out))
 
@@ -186,11 +198,7 @@ class BellmanFordNet(nn.Module):
     @staticmethod
     def focus_cosine(inputs, nodes: torch.Tensor) -> torch.Tensor:
         """Each of ``nodes``' text cosine to each question's wh-phrase: nodes x B."""
-        if inputs.focus is None:
-            raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
-        text = inputs.whole.text.index_select(0, nodes)
-        unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        return unit @ (inputs.focus / inputs.focus.norm(dim=1, keepdim=True).clamp(min=1e-12)).T
+        return unit_rows(inputs.whole.text.index_select(0, nodes)) @ wh_phrases(inputs).T
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
         """A question-free representation of ``nodes``: type embedding + text projection."""
@@ -243,15 +251,10 @@ class BellmanFordNet(nn.Module):
         NBFNet's layers read none): (type embedding + text projection) * q' + cos(text, question)
         * w (+ cos(text, wh-phrase) * w' with ``--focus``). ``questions`` None: every node for every question (nodes x B x H), else the
         question of each node (nodes x H)."""
-        text = inputs.whole.text.index_select(0, nodes)
         h = self.entity_representation(inputs, nodes)
-        unit = text / text.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        query = inputs.query / inputs.query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        focus = None
-        if self.focus:
-            if inputs.focus is None:
-                raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
-            focus = inputs.focus / inputs.focus.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        unit = unit_rows(inputs.whole.text.index_select(0, nodes))
+        query = unit_rows(inputs.query)
+        focus = wh_phrases(inputs) if self.focus else None
         if questions is None:
             out = h[:, None, :] * q[None] + (unit @ query.T)[..., None] * self.cosine_weight
             return out if focus is None else out + (unit @ focus.T)[..., None] * self.focus_weight
