@@ -79,3 +79,12 @@ def test_bench_pathmind_default_reads_its_models_as_the_real_bench_does(models, 
     with pytest.raises(InputError) as error:
         pathmind_default.main(["--models", models])
     assert "\n" not in str(error.value) and says in str(error.value)
+
+
+def test_model_names_keeps_the_entries_in_order_and_checks_each():
+    from adapath.bench.pathmind_models import model_names
+
+    assert model_names(" default, nodes=16+message=mul ,,mul") == ["default", "nodes=16+message=mul", "mul"]
+    with pytest.raises(InputError) as error:
+        model_names("default,nodes=16+colour=red")
+    assert "\n" not in str(error.value) and "'colour'" in str(error.value)

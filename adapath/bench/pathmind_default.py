@@ -16,10 +16,9 @@ import numpy as np
 import adapath  # noqa: F401  (sets OMP_WAIT_POLICY before torch or Numba loads)
 from adapath.bench.inputs import inputs, parser
 from adapath.bench.pathmind import training_inputs
-from adapath.bench.pathmind_models import MODELS, model_settings
+from adapath.bench.pathmind_models import MODELS, model_names, model_settings
 from adapath.bench.result import report
 from adapath.datasets.biostrat import query_from_record
-from adapath.errors import InputError
 from adapath.eval.metrics import em_strict
 from adapath.methods.pathmind.config import TrainConfig
 
@@ -60,7 +59,7 @@ def run(args) -> list[dict]:
     queries = [query_from_record(r, "explicit") for r in test]
     gold = [set(r["valid_answer_names"]) for r in test]
     rows = []
-    for name in args.models.split(","):
+    for name in model_names(args.models):
         config = TrainConfig(encoder=args.encoder, **model_settings(name))
         train(graph, examples[:16], features, replace(config, epochs=1))  # untimed: this network's kernels compiled
         clock = time.perf_counter()
@@ -144,9 +143,5 @@ def main(argv: list[str] | None = None) -> None:
     if args.walk_model:
         report(args, walk_volume(args), f"walk count against the priority's input: {where}")
         return
-    chosen = [m for m in args.models.split(",") if m.strip()]
-    if not chosen:
-        raise InputError(f"--models {args.models!r}: none given; choose from {', '.join(MODELS)} or key=value settings")
-    for name in chosen:  # each a name of MODELS or key=value+key=value settings, else a one-line error
-        model_settings(name)
+    model_names(args.models)
     report(args, run(args), f"PathMind's priority networks: {where}")

@@ -41,3 +41,14 @@ def model_settings(name: str) -> dict:
             raise InputError(f"--models {name!r}: {key!r} is neither a model name nor a training setting")
         out[key] = parse_as(value, kinds[key], f"--models {key}")
     return out
+
+
+def model_names(value: str) -> list[str]:
+    """The comma-separated ``--models`` entries, each checked by :func:`model_settings` (a bad
+    one, or none at all, is a one-line error before any work)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    if not names:
+        raise InputError(f"--models {value!r}: none given; choose from {', '.join(MODELS)} or key=value settings")
+    for name in names:
+        model_settings(name)
+    return names

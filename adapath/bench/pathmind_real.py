@@ -12,7 +12,7 @@ import numpy as np
 
 from adapath.bench import pathmind_reasoner
 from adapath.bench.inputs import evenly_spaced, inputs, key_of, say
-from adapath.bench.pathmind_models import model_settings
+from adapath.bench.pathmind_models import model_names, model_settings
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
 from adapath.datasets.biostrat import records_query_set
@@ -193,6 +193,7 @@ def agreement(a: list, b: list) -> float:
 
 
 def run(args) -> dict:
+    names = model_names(args.models)  # a bad entry: one line before the graph is built
     import torch
 
     from adapath.eval.report import write_report
@@ -232,7 +233,6 @@ def run(args) -> dict:
                              bank=method == "pathmind+walk")
 
     models = {}
-    names = [m for m in args.models.split(",") if m]
     for name in names:
         models[name], out["models"][name] = train(name, args.epochs)
         out["models"][name]["settings"] = ", ".join(f"{k}={v}" for k, v in model_settings(name).items()) or "paper"

@@ -150,14 +150,15 @@ def main(argv: list[str] | None = None) -> None:
     for source in sources:
         if not (source / "adapath" / "__init__.py").is_file():
             parser.error(f"--sources: {source} holds no adapath package")
-    from adapath.bench.pathmind_models import model_settings
+    from adapath.bench.pathmind_models import model_names, model_settings
     from adapath.bench.result import report
     from adapath.bench.timing import Line
 
     rows, line = [], Line("pathmind-speed")
     folder = tempfile.TemporaryDirectory(prefix="bench_pathmind_speed_")
+    models = model_names(args.models)
     prepared = prepare(args, Path(folder.name))
-    for model in args.models.split(","):
+    for model in models:
         for source in sources or [None]:
             for setting in args.settings.split(","):
                 job = {k: getattr(args, k) for k in ("encoder", "train", "validate", "answer", "threads")}
