@@ -9,23 +9,23 @@ from adapath.errors import InputError
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.typed import parse_as
 
-MODELS = {"default": {}, "paper": {"loss": "bce", "entity_text": False},
+# the names measured while the default propagated from 32 entities per step: they keep their 32
+# (and their models)
+_AT_32 = {"paper": {"loss": "bce", "entity_text": False},
           "softmax": {"loss": "softmax", "entity_text": False}, "balanced": {"loss": "balanced", "entity_text": False},
           "product": {"cost": "product", "loss": "bce"}, "gate": {"entity": "gate", "loss": "bce"},
           "layers": {"readout": "layers", "loss": "bce"}, "scalar": {"reading": "scalar", "loss": "bce"},
           "nbfnet": {"cost": "product", "entity": "gate", "readout": "layers", "loss": "softmax"},
-          "unpruned": {"nodes": 0}, "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
+          "mul": {"message": "mul"}, "walk": {"network": "walk", "loss": "bce"},
           "bce": {"loss": "bce"}, "adversarial": {"loss": "adversarial"}, "no-text": {"entity_text": False},
-          "nodes8": {"nodes": 8}, "nodes32": {"nodes": 32}, "nodes64": {"nodes": 64},
-          "nodes128": {"nodes": 128}, "guide-paths": {"guide_paths": True},
-          # our readout's answer prior (named variants); no-prior, the default, as the docs' runs name it
+          # our readout's answer prior (named variants); no-prior, the default then, as the docs' runs name it
           "answer-prior": {"answer_type": True, "answer_text": True}, "answer-type": {"answer_type": True},
-          "no-prior": {}, "focus": {"focus": True},
+          "no-prior": {}}
+# the default, the names of a count or of no pruning, and the later variants take today's count
+MODELS = {"default": {}, **{name: {"nodes": 32} | settings for name, settings in _AT_32.items()},
+          "unpruned": {"nodes": 0}, "nodes8": {"nodes": 8}, "nodes32": {"nodes": 32}, "nodes64": {"nodes": 64},
+          "nodes128": {"nodes": 128}, "guide-paths": {"guide_paths": True}, "focus": {"focus": True},
           "all-negatives": {"negatives": "all"}}
-# the names measured while the default propagated from 32 entities per step keep their 32 (and
-# their models); the default and the names of a count or of no pruning take their own
-MODELS = {name: settings if name in ("default", "unpruned", "guide-paths", "focus", "all-negatives") or name.startswith("nodes")
-          else {"nodes": 32} | settings for name, settings in MODELS.items()}
 
 
 def model_settings(name: str) -> dict:
