@@ -65,7 +65,10 @@ ENCODE_CHUNK = 1024
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
                   with_answers: bool = True) -> list[Example]:
     """One example per BioStrat-QA record at one question level (progress shown from
-    ``ENCODE_CHUNK`` questions on: tens of thousands of generated ones take minutes)."""
+    ``ENCODE_CHUNK`` questions on: tens of thousands of generated ones take minutes), with its
+    wh-phrase's vector whatever the model (one set of examples trains the benches' models of
+    either kind; a phrase of a few words costs about a third of its question's encoding with
+    MiniLM)."""
     texts = [query_text(r, level) for r in records]
     with Progress(len(texts), f"encoding {level} questions", "questions", quiet=len(texts) <= ENCODE_CHUNK) as bar:
         parts = []
