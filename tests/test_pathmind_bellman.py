@@ -488,3 +488,17 @@ def test_examples_carry_their_wh_phrase_s_embedding(tmp_path):
             assert np.isfinite(method.prioritize(got)[0].priority[graph.index_of(queries[0].topic_ids)]).all()
         else:
             assert all(e.focus is None for e in got)
+
+
+def test_examples_without_focus_carry_no_wh_phrase():
+    from adapath.datasets.generate import QueryGenerator
+    from adapath.methods.pathmind.train import make_examples
+    from adapath.retrieval.dense import HashingEncoder
+    from adapath.sources.synthetic import generate
+
+    graph = generate(scale=0.01, seed=5)
+    records = QueryGenerator(graph).generate(3, seed=2)
+    plain = make_examples(graph, records, HashingEncoder(dim=16), focus=False)
+    full = make_examples(graph, records, HashingEncoder(dim=16))
+    assert all(e.focus is None for e in plain) and all(e.focus is not None for e in full)
+    np.testing.assert_array_equal(np.stack([e.query for e in plain]), np.stack([e.query for e in full]))

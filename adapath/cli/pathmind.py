@@ -142,7 +142,8 @@ def pathmind_train(
     encoder_model = make_encoder(encoder)
     levels = LEVELS if level == "all" else (level,)
     files = [(spec, load_records(parse_spec(spec))) for spec in queries]
-    examples = [[e for lv in levels for e in make_examples(graph, records, encoder_model, lv)] for _, records in files]
+    examples = [[e for lv in levels for e in make_examples(graph, records, encoder_model, lv, focus=config.focus)]
+                for _, records in files]
     nodes = NodeEmbeddings(graph, encoder_model, kg)
     features = Features(graph, nodes, hops, progress=True, device=device)
     nodes.flush()
@@ -185,7 +186,7 @@ def pretrain(graph, encoder_model, features, config, levels, examples, more, cou
                                                           "of --exclude)" if exclude else ""))
     records = QueryGenerator(graph).generate(count, seed=config.seed, phrasing="describe", first_id=10_000_000,
                                              exclude=frozenset(held))
-    generated = [e for lv in levels for e in make_examples(graph, records, encoder_model, lv)]
+    generated = [e for lv in levels for e in make_examples(graph, records, encoder_model, lv, focus=config.focus)]
     say("pretraining one epoch on the generated questions beside the records")
     model, _ = train(graph, examples, features, replace(config, epochs=1), progress=True, more=more + generated,
                      init=start, log=lambda h: say(f"pretraining {epoch_line(h)}"))

@@ -63,12 +63,12 @@ ENCODE_CHUNK = 1024
 
 
 def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: str = "explicit",
-                  with_answers: bool = True) -> list[Example]:
+                  with_answers: bool = True, focus: bool = True) -> list[Example]:
     """One example per BioStrat-QA record at one question level (progress shown from
-    ``ENCODE_CHUNK`` questions on: tens of thousands of generated ones take minutes), with its
-    wh-phrase's vector whatever the model (one set of examples trains the benches' models of
-    either kind; a phrase of a few words costs about a third of its question's encoding with
-    MiniLM)."""
+    ``ENCODE_CHUNK`` questions on: tens of thousands of generated ones take minutes). ``focus``:
+    with its wh-phrase's vector, which a ``--focus`` model reads (on by default: one set of
+    examples trains the benches' models of either kind; a phrase of a few words costs about a
+    third of its question's encoding with MiniLM)."""
     texts = [query_text(r, level) for r in records]
     with Progress(len(texts), f"encoding {level} questions", "questions", quiet=len(texts) <= ENCODE_CHUNK) as bar:
         parts = []
@@ -76,9 +76,9 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
             parts.append(np.asarray(encoder.encode(texts[lo:lo + ENCODE_CHUNK]), dtype=np.float32))
             bar.advance(len(parts[-1]))
     vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
-    focus = encode_focus(encoder, texts)
+    wh_vectors = encode_focus(encoder, texts) if focus else [None] * len(texts)
     out = []
-    for record, text, vector, wh in zip(records, texts, vectors, focus):
+    for record, text, vector, wh in zip(records, texts, vectors, wh_vectors):
         topics = graph.index_of([int(k) for k in record["topic_entities"]]).tolist()
         answers = []
         if with_answers:
