@@ -88,3 +88,23 @@ def test_model_names_keeps_the_entries_in_order_and_checks_each():
     with pytest.raises(InputError) as error:
         model_names("default,nodes=16+colour=red")
     assert "\n" not in str(error.value) and "'colour'" in str(error.value)
+
+
+def test_a_network_with_and_without_its_reader_shares_one_folder(tmp_path):
+    """The reader is fitted after training into the network's folder: a name with rerank=1 reads
+    the folder of the same name without it, and only that name answers through the reader."""
+    from adapath.bench.pathmind_real import model_dir, reading
+
+    plain, read = (TrainConfig(**model_settings(n)) for n in ("answer_type=1+answer_text=1", "answer_type=1+answer_text=1+rerank=1"))
+    assert model_dir(tmp_path, "test", plain) == model_dir(tmp_path, "test", read)
+    assert model_dir(tmp_path, "test", plain) != model_dir(tmp_path, "test", TrainConfig(**model_settings("answer_type=1")))
+    assert reading("answer_type=1+answer_text=1") == {"rerank": 0}
+    assert reading("answer_type=1+answer_text=1+rerank=1") == {"rerank": 1}
+
+
+def test_answer_files_from_before_the_reader_resume_only_without_it():
+    from adapath.methods.run import _same
+
+    before = {"k": 3, "nodes": 0}
+    assert _same("params", before, {"k": 3, "nodes": 0, "rerank": 0})
+    assert not _same("params", before, {"k": 3, "nodes": 0, "rerank": 1})

@@ -50,6 +50,7 @@ def run(args) -> list[dict]:
     import torch
 
     from adapath.methods.pathmind.infer import PathMind
+    from adapath.methods.pathmind.reader import evidence_for, fit_reader
     from adapath.methods.pathmind.train import train
 
     torch.set_num_threads(args.threads)
@@ -64,9 +65,12 @@ def run(args) -> list[dict]:
         train(graph, examples[:16], features, replace(config, epochs=1))  # untimed: this network's kernels compiled
         clock = time.perf_counter()
         model, history = train(graph, examples, features, config)
+        reader = None
+        if config.rerank:  # fitted as `pathmind train --rerank` fits it, timed with the training
+            reader = fit_reader(model, features, examples, config, evidence_for(graph, None, features), encoder)
         trained = time.perf_counter() - clock
         fitted = int(round(len(examples) * (1 - config.val_fraction)))
-        method = PathMind(graph, model, config, encoder)
+        method = PathMind(graph, model, config, encoder, reader=reader)
         method.answer(queries[:8])  # untimed: the node texts read, the kernels compiled
         visits = counting_visits(model)
         clock = time.perf_counter()

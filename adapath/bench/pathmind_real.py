@@ -24,6 +24,7 @@ LATER_SETTINGS = {"guide_paths": False, "focus": False, "negatives": "sampled"}
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
     settings = asdict(config)
+    del settings["rerank"]  # the reader is fitted after training, into the network's folder: one network either way
     for name, default in LATER_SETTINGS.items():  # the models trained before them keep their folders
         if settings[name] == default:
             del settings[name]
@@ -36,15 +37,41 @@ def model_dir(work: Path, split: str, config, generated: int = 0, train_records:
 
 def prepare_model(setup, split: str, records, config, generated: list[dict] = (), subset: int = 0,
                   init: Path | None = None) -> tuple[Path, list]:
-    """The trained priority (kept in ``work``) and its history. ``generated``: records that only
-    train (the real alone validate); ``subset``: how many of the bank half; ``init``: the start."""
+    """The trained priority (kept in ``work``, with its reader when ``config.rerank``) and its
+    history. ``generated``: records that only train (the real alone validate); ``subset``: how
+    many of the bank half; ``init``: the start."""
+    out = model_dir(setup.work, split, config, len(generated), subset, init)
+    if not (out / "config.json").is_file():
+        train_model(setup, out, records, config, generated, init)
+    if config.rerank:
+        from adapath.methods.pathmind.reader import load_reader
+
+        if load_reader(out) is None:
+            fit_reader_into(setup, out, records, config)
+    return out, json.loads((out / "config.json").read_text())["history"]
+
+
+def fit_reader_into(setup, out: Path, records, config) -> None:
+    """The reader (``--rerank``) of the model in ``out``, fitted on the validation fifth its
+    training held out of ``records`` and written beside it."""
+    from adapath.methods.pathmind import train as pm
+    from adapath.methods.pathmind.reader import evidence_for, fit_reader
+    from adapath.retrieval.dense import NodeEmbeddings
+
+    model, _ = pm.load_checkpoint(out)
+    examples = [e for level in LEVELS for e in pm.make_examples(setup.graph, records, setup.encoder, level)]
+    features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
+    reader = fit_reader(model, features, examples, config, evidence_for(setup.graph, setup.graph_dir, features))
+    reader.save(out)
+    say(f"  reader of {out.name} fitted on {reader.fitted_on} validation questions: Hits@1 "
+        f"{reader.val_hits1['reader']:.3f} against {reader.val_hits1['priority']:.3f} by the priority alone")
+
+
+def train_model(setup, out: Path, records, config, generated: list[dict], init: Path | None) -> None:
     from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     graph, encoder = setup.graph, setup.encoder
-    out = model_dir(setup.work, split, config, len(generated), subset, init)
-    if (out / "config.json").is_file():
-        return out, json.loads((out / "config.json").read_text())["history"]
     kind = (f"Bellman-Ford network, {config.message} message, {config.nodes or 'all'} entities per step"
             if config.network == "bellman-ford" else f"walk network, {config.cost} cost, {config.entity} entities")
     say(f"training PathMind ({kind}, {config.loss} loss) on {len(records)} "
@@ -60,7 +87,6 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
         init=pm.load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
     pm.save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
-    return out, history
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:
@@ -192,6 +218,12 @@ def agreement(a: list, b: list) -> float:
     return round(100 * float(np.mean(same)), 1) if same else float("nan")
 
 
+def reading(name: str) -> dict:
+    """The answering params of a model name: its reader only where the name asks for one (a
+    network's folder is shared by its names with and without ``rerank``)."""
+    return {"rerank": int(bool(model_settings(name).get("rerank")))}
+
+
 def run(args) -> dict:
     names = model_names(args.models)  # a bad entry: one line before the graph is built
     import torch
@@ -237,14 +269,15 @@ def run(args) -> dict:
         models[name], out["models"][name] = train(name, args.epochs)
         out["models"][name]["settings"] = ", ".join(f"{k}={v}" for k, v in model_settings(name).items()) or "paper"
     default = models[names[0]]
-    runs = {f"pathmind {name}": ("pathmind", path, {}) for name, path in models.items()}
-    runs |= {name: ("pathmind", default, {"prioritize": name}) for name in ABLATIONS}
-    runs |= {"greedy": ("pathmind", default, {"select": "greedy"}), "pathmind+walk": ("pathmind+walk", default, {})}
+    runs = {f"pathmind {name}": ("pathmind", path, reading(name)) for name, path in models.items()}
+    runs |= {name: ("pathmind", default, {"prioritize": name, "rerank": 0}) for name in ABLATIONS}
+    runs |= {"greedy": ("pathmind", default, {"select": "greedy", **reading(names[0])}),
+             "pathmind+walk": ("pathmind+walk", default, reading(names[0]))}
     wanted_runs = []
     for name in [v for v in args.variants.split(",") if v]:
         wanted_runs += list(runs)[:len(models)] if name == "models" else [name]
     for count in [int(c) for c in args.answer_nodes.split(",") if c]:  # the first model, answering wider
-        runs[f"pathmind {names[0]} answering nodes={count}"] = ("pathmind", default, {"nodes": count})
+        runs[f"pathmind {names[0]} answering nodes={count}"] = ("pathmind", default, {"nodes": count, **reading(names[0])})
         wanted_runs.append(f"pathmind {names[0]} answering nodes={count}")
     answered, reach_inputs = {}, {}
     for name in wanted_runs:
@@ -263,7 +296,7 @@ def run(args) -> dict:
             """One curve model trained (``init``: fine-tuned from it) and answering; its row."""
             path, record = train(curve_name, epochs, more, init)
             label = f"curve {curve_name} +{count}" + (" then real" if init is not None else "")
-            results = answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, {})
+            results = answer(f"curve-{curve_name}-{count}-{path.name}", "pathmind", path, reading(curve_name))
             summarize(label, results)
             reached = search_reach(setup, path, test, levels, made=reach_inputs)
             out["reach"][label] = reach_table(test, reached)

@@ -102,6 +102,10 @@ def child(args) -> dict:
     train.hits_at_many(model, features, warm, (1,))
     pathmind = infer.PathMind(graph, model.eval(), config, encoder, graph_dir=graph_dir, device=device)
     pathmind._features = features
+    if args.settings.get("rerank"):  # the reader's cost: its weights do not change its work (those fitted on the bench graph)
+        from adapath.methods.pathmind.reader import Reader
+
+        pathmind.reader = Reader([0.8, -1.2, 3.7, 5.6])
     pathmind.answer([query_from_record(r, "explicit") for r in records[:8]])
     model.train()
     out = {"model": args.model, "setting": args.setting, "device": device, "threads": args.threads}

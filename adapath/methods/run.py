@@ -168,8 +168,9 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
 # Settings that files made before them lack; such a file still resumes (and gains them).
 RECORDED_SINCE = frozenset({"queries_path", "queries_checksum"})
 # Method params added later, each with the value the files made before it answered with: such
-# a file resumes where the param keeps that value (PathMind's answering entity count).
-PARAMS_SINCE = {"nodes": 0}
+# a file resumes where the param keeps that value (PathMind's answering entity count; its
+# reader, which no model had before).
+PARAMS_SINCE = {"nodes": 0, "rerank": 0}
 
 
 def _same(key: str, old, new) -> bool:

@@ -94,6 +94,12 @@ class TrainConfig:
                                         "stand for the rest) or all (every entity of its subgraph, exactly, as the "
                                         "paper's loss reads; with --nodes the unreached share one logit, so it "
                                         "costs one pass).")
+    rerank: bool = setting(False, "A named variant, our addition: after training, a reader reorders each question's "
+                                  "30 entities of highest priority by what the question says of its answer (the "
+                                  "priority's logit, the entity text's cosine to the question and to its wh-phrase, "
+                                  "and its BM25 match to the question relative to the best of the 30: the terms "
+                                  "AdaPath's walk ends on), weights fitted on the validation fifth (not in the "
+                                  "paper, NBFNet or A*Net; the network trains as without it).")
     guide_paths: bool = setting(False, "A named variant, our addition: in training, each question's pruned search also "
                                        "propagates from the entities on its shortest paths from a topic to an "
                                        "answer, along those paths' edges, and a selection loss per step teaches "

@@ -41,6 +41,7 @@ from adapath.memory import keep_freed_memory
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import Places
+from adapath.methods.pathmind.reader import Evidence, Reader, evidence_for, top_nodes
 from adapath.methods.pathmind.select import Lookahead, Selection, reachable, select_entities
 from adapath.methods.pathmind.train import Example, Features, encode_focus
 from adapath.retrieval.dense import NodeEmbeddings
@@ -69,17 +70,22 @@ class PathMind:
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
                  max_prompt_tokens: int = 2048, vote=None, gain: float = 2.5, name: str = "pathmind",
-                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "std"):
+                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "std",
+                 reader: Reader | None = None):
         """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``);
-        ``vote_on``: how its vote meets the priority (:data:`~adapath.methods.pathmind.guide.VOTES`)."""
+        ``vote_on``: how its vote meets the priority (:data:`~adapath.methods.pathmind.guide.VOTES`);
+        ``reader``: the model's reader (``--rerank``), which reorders the priority's top
+        entities before the selection (``model`` mode)."""
         self.graph, self.model, self.config, self.encoder, self.llm = graph, model, config, encoder, llm
         self.k, self.rounds, self.mode, self.rule, self.seed = k, rounds or config.hops, mode, rule, seed
         self.max_prompt_tokens, self.vote, self.gain, self.name, self.batch = max_prompt_tokens, vote, gain, name, batch
         self.path_kind, self.device, self.vote_on = paths, device, vote_on
+        self.reader = reader if mode == "model" else None
+        self._evidence: Evidence | None = None
         keep_freed_memory()  # each batch frees and allocates the same large arrays: keep their pages
         if self.model is not None:
             self.model.to(device)
-        self.nodes = NodeEmbeddings(graph, encoder, graph_dir)
+        self.nodes, self.graph_dir = NodeEmbeddings(graph, encoder, graph_dir), graph_dir
         self._features: Features | None = None
         self._entities: torch.Tensor | None = None  # every node's entity representation, computed once
 
@@ -91,7 +97,8 @@ class PathMind:
 
     def examples(self, queries: list[Query]) -> list[Example]:
         vectors = self.encoder.encode([q.text for q in queries])
-        focus = encode_focus(self.encoder, [q.text for q in queries]) if self.config.focus else [None] * len(queries)
+        wanted = self.config.focus or self.reader is not None
+        focus = encode_focus(self.encoder, [q.text for q in queries]) if wanted else [None] * len(queries)
         return [Example(q.id, q.text, self.graph.index_of(q.topic_ids).tolist(), [], np.asarray(v, np.float32), wh)
                 for q, v, wh in zip(queries, vectors, focus)]
 
@@ -128,9 +135,21 @@ class PathMind:
             priority = np.full(n, -np.inf)
             priority[nodes] = logits[:, j]
             priority[~inside] = -np.inf
+            if self.reader is not None:
+                priority = self._read(chunk[j], priority, inside)
             out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, None if d is None else d[:, j],
                                    None if gates is None else gates[:, j], None if relations is None else relations[:, j]))
         return out
+
+    def _read(self, example: Example, priority: np.ndarray, inside: np.ndarray) -> np.ndarray:
+        """The priority with its top entities (the topics aside) reordered by the reader."""
+        if self._evidence is None:
+            self._evidence = evidence_for(self.graph, self.graph_dir, self.features)
+        candidates = inside.copy()
+        candidates[example.topics] = False
+        top = top_nodes(priority, candidates, self.reader.top)
+        x = self._evidence.features(top, priority[top], example.text, example.query, example.focus)
+        return self.reader.reorder(priority, inside, top, x)
 
     def _unlearned(self, example: Example, inside: np.ndarray, depth: np.ndarray) -> Prioritized:
         if self.mode == "nearest":

@@ -39,7 +39,7 @@ from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.memory import keep_freed_memory
-from adapath.methods.pathmind.bellman import BellmanFordNet
+from adapath.methods.pathmind.bellman import BellmanFordNet, unit_rows
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
 from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places, RelationalGraph
@@ -134,8 +134,7 @@ class Features:
     def cosine(self, examples: list[Example]) -> np.ndarray:
         """Every node's text cosine to each question: nodes x B."""
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
-        unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        return (self.unit @ unit.T).cpu().numpy()
+        return (self.unit @ unit_rows(query).T).cpu().numpy()
 
     def batch(self, examples: list[Example], rows: np.ndarray | None = None,
               entities: torch.Tensor | None = None) -> BatchInputs:
@@ -148,7 +147,7 @@ class Features:
         marks = reach if self.per_question else [np.where(bits != 0, np.int64(-1), np.int64(0)) for bits in reach]
         places = Places(nodes, self.graph.num_nodes)
         query = torch.as_tensor(np.stack([e.query for e in examples])).to(self.device)
-        unit = query / query.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        unit = unit_rows(query)
 
         def cosine():
             return (self.unit @ unit.T).index_select(0, torch.as_tensor(nodes).to(self.device))
@@ -420,6 +419,13 @@ def split_by_question(examples: list[Example], fraction: float, rng: np.random.G
     return [e for e in examples if e.id in held], [e for e in examples if e.id not in held]
 
 
+def held_out(features: Features, examples: list[Example], config: TrainConfig) -> list[Example]:
+    """The validation questions :func:`train` holds out of ``examples`` with ``config`` (its
+    seeded generator's first draw)."""
+    return split_by_question(within_reach(features, examples), config.val_fraction,
+                             np.random.default_rng(config.seed))[0]
+
+
 def within_reach(features: Features, examples: list[Example]) -> list[Example]:
     """The questions with an answer inside their query subgraph (the others teach nothing).
     Each distinct topic set's subgraph is found once (a question's wordings share it), 63
@@ -544,8 +550,9 @@ def epoch_line(h: dict) -> str:
 
 
 def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGraph, out: str | Path,
-                    history: list[dict] | None = None, started_from: str = "") -> None:
-    """``started_from``: the model whose weights training started from (``--init``), if any."""
+                    history: list[dict] | None = None, started_from: str = "", reader=None) -> None:
+    """``started_from``: the model whose weights training started from (``--init``), if any;
+    ``reader``: its fitted :class:`~adapath.methods.pathmind.reader.Reader` (``--rerank``)."""
     from safetensors.torch import save_file
 
     from adapath.fsutil import atomic_dir
@@ -556,6 +563,8 @@ def save_checkpoint(model: PathMindNet, config: TrainConfig, graph: KnowledgeGra
             "format": FORMAT, "version": FORMAT_VERSION, "model": model.config, "train": asdict(config),
             "graph_checksum": graph.checksum(), "history": history or [],
             **({"started_from": started_from} if started_from else {})}, indent=2))
+        if reader is not None:
+            reader.save(tmp)
 
 
 def load_checkpoint(path: str | Path) -> tuple[PathMindNet, TrainConfig]:
