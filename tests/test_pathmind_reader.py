@@ -123,15 +123,17 @@ def test_the_features_are_bm25_relative_to_the_best_candidate_and_two_cosines():
     assert none[0, 2] == 0.0
 
 
-def test_the_top_and_the_reordering_against_a_sort():
-    rng = np.random.default_rng(4)
+@pytest.mark.parametrize("seed, decimals", [(4, 1), (5, 0), (6, 3)])
+def test_the_top_and_the_reordering_against_a_sort(seed, decimals):
+    rng = np.random.default_rng(seed)
     n = 40
-    priority = np.round(rng.normal(size=n), 1)  # ties, broken by the smaller node
+    priority = np.round(rng.normal(size=n), decimals)  # ties (with 0 decimals, most), broken by the smaller node
     inside = rng.random(n) < 0.7
     priority[~inside] = -np.inf
     top = top_nodes(priority, inside, 8)
     want = sorted(np.flatnonzero(inside), key=lambda v: (-priority[v], v))[:8]
     assert top.tolist() == want
+    assert top_nodes(priority, inside, 100).tolist() == sorted(np.flatnonzero(inside), key=lambda v: (-priority[v], v))
     x = rng.normal(size=(8, 4))
     reader = Reader([0.5, 2.0, -1.0, 1.0])
     out = reader.reorder(priority, inside, top, x)

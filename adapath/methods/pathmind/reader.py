@@ -115,11 +115,16 @@ def load_reader(model_dir: str | Path) -> Reader | None:
 
 def top_nodes(priority: np.ndarray, inside: np.ndarray, count: int) -> np.ndarray:
     """The ``count`` nodes of ``inside`` of highest priority, best first (ties: the smaller node)."""
-    members = np.flatnonzero(inside)
-    if len(members) > count:  # a partition first: the subgraph holds ~10^5 entities, the top 30
+    import torch
+
+    members = np.flatnonzero(inside)  # ascending
+    if len(members) > count:  # a selection, not a sort: the subgraph holds ~10^5 entities, the top 30
         score = priority[members]
-        edge = np.partition(score, len(score) - count)[len(score) - count]
-        members = members[score >= edge]  # the top and every tie at its edge
+        # the count-th highest value (torch's top-k: NumPy's partition slows ~40x on the many equal values)
+        edge = float(torch.topk(torch.from_numpy(score), count, sorted=False).values.min())
+        above = members[score > edge]
+        # the ties at the edge (every entity the search did not reach shares s(0)): the smallest first
+        members = np.concatenate([above, members[score == edge][:count - len(above)]])
     return members[np.lexsort((members, -priority[members]))][:count]
 
 
