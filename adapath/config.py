@@ -64,3 +64,9 @@ def build(kind: type, values: dict[str, Any]) -> Any:
         if f.name in inner:
             top[f.name] = f.metadata["nested"](**inner[f.name])
     return kind(**top)
+
+
+def without_later(settings: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` without each one added later (``later``: its name -> the value everything
+    made before it had) that still holds that value: so they read as what was made before."""
+    return {k: v for k, v in settings.items() if not (k in later and v == later[k])}

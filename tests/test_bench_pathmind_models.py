@@ -108,3 +108,11 @@ def test_answer_files_from_before_the_reader_resume_only_without_it():
     before = {"k": 3, "nodes": 0}
     assert _same("params", before, {"k": 3, "nodes": 0, "rerank": 0})
     assert not _same("params", before, {"k": 3, "nodes": 0, "rerank": 1})
+
+
+def test_settings_added_later_read_as_before_only_at_their_old_value():
+    from adapath.config import without_later
+
+    later = {"focus": False, "negatives": "sampled"}
+    assert without_later({"nodes": 64, "focus": False, "negatives": "all"}, later) == {"nodes": 64, "negatives": "all"}
+    assert without_later({"nodes": 64, "focus": True, "negatives": "sampled"}, later) == {"nodes": 64, "focus": True}

@@ -15,6 +15,7 @@ from adapath.bench.inputs import evenly_spaced, inputs, key_of, say
 from adapath.bench.pathmind_models import model_names, model_settings
 from adapath.bench.real_records import LEVELS, PAPER, answer_method, answer_variant, prepare
 from adapath.bench.result import report
+from adapath.config import without_later
 from adapath.datasets.biostrat import records_query_set
 from adapath.methods.pathmind.config import TrainConfig
 
@@ -23,11 +24,8 @@ LATER_SETTINGS = {"guide_paths": False, "focus": False, "negatives": "sampled"}
 
 
 def model_dir(work: Path, split: str, config, generated: int = 0, train_records: int = 0, init: Path | None = None) -> Path:
-    settings = asdict(config)
+    settings = without_later(asdict(config), LATER_SETTINGS)  # the models trained before them keep their folders
     del settings["rerank"]  # the reader is fitted after training, into the network's folder: one network either way
-    for name, default in LATER_SETTINGS.items():  # the models trained before them keep their folders
-        if settings[name] == default:
-            del settings[name]
     key = key_of(settings, 6)
     more = (f"-train{train_records}" if train_records else "") + (f"-gen{generated}" if generated else "")
     if init is not None:  # fine-tuned from another model: named after it

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from adapath.config import without_later
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError, ctrl_c_between_steps, stop_if_interrupted
 from adapath.errors import Interrupted as Stopped
@@ -175,7 +176,7 @@ PARAMS_SINCE = {"nodes": 0, "rerank": 0}
 
 def _same(key: str, old, new) -> bool:
     if key == "params" and isinstance(old, dict) and isinstance(new, dict):
-        new = {k: v for k, v in new.items() if not (k in PARAMS_SINCE and k not in old and v == PARAMS_SINCE[k])}
+        new = without_later(new, {k: v for k, v in PARAMS_SINCE.items() if k not in old})
     return old == new
 
 
