@@ -41,28 +41,33 @@ def prepare_model(setup, split: str, records, config, generated: list[dict] = ()
     out = model_dir(setup.work, split, config, len(generated), subset, init)
     if not (out / "config.json").is_file():
         train_model(setup, out, records, config, generated, init)
-    if config.rerank:
+    elif config.rerank:
         from adapath.methods.pathmind.reader import load_reader
 
-        if load_reader(out) is None:
+        if load_reader(out) is None:  # a network trained before its reader was asked for
             fit_reader_into(setup, out, records, config)
     return out, json.loads((out / "config.json").read_text())["history"]
 
 
-def fit_reader_into(setup, out: Path, records, config) -> None:
-    """The reader (``--rerank``) of the model in ``out``, fitted on the validation fifth its
-    training held out of ``records`` and written beside it."""
-    from adapath.methods.pathmind import train as pm
+def fitted_reader(setup, model, features, examples, config):
+    """The reader (``--rerank``) of ``model``, fitted on the validation fifth its training held
+    out of ``examples``; what the fit measured is said."""
     from adapath.methods.pathmind.reader import evidence_for, fit_reader
+
+    reader = fit_reader(model, features, examples, config, evidence_for(setup.graph, setup.graph_dir, features))
+    say(f"  {reader.summary()}")
+    return reader
+
+
+def fit_reader_into(setup, out: Path, records, config) -> None:
+    """The reader of the model kept in ``out``, written beside it."""
+    from adapath.methods.pathmind import train as pm
     from adapath.retrieval.dense import NodeEmbeddings
 
     model, _ = pm.load_checkpoint(out)
     examples = [e for level in LEVELS for e in pm.make_examples(setup.graph, records, setup.encoder, level)]
     features = pm.Features(setup.graph, NodeEmbeddings(setup.graph, setup.encoder, setup.graph_dir), config.hops)
-    reader = fit_reader(model, features, examples, config, evidence_for(setup.graph, setup.graph_dir, features))
-    reader.save(out)
-    say(f"  reader of {out.name} fitted on {reader.fitted_on} validation questions: Hits@1 "
-        f"{reader.val_hits1['reader']:.3f} against {reader.val_hits1['priority']:.3f} by the priority alone")
+    fitted_reader(setup, model, features, examples, config).save(out)
 
 
 def train_model(setup, out: Path, records, config, generated: list[dict], init: Path | None) -> None:
@@ -84,7 +89,9 @@ def train_model(setup, out: Path, records, config, generated: list[dict], init: 
         f"  training questions: {f} real, {m} generated ({100 * m / max(f + m, 1):.0f}%); validating on {v} real"),
         init=pm.load_checkpoint(init)[0] if init is not None else None)
     say(f"  trained in {time.perf_counter() - clock:.0f} s")
-    pm.save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "")
+    reader = fitted_reader(setup, model, features, examples, config) if config.rerank else None
+    pm.save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "",
+                       reader=reader)
 
 
 def generated_records(graph, test: list[dict], count: int) -> list[dict]:

@@ -174,8 +174,7 @@ def pathmind_train(
         from adapath.methods.pathmind.reader import evidence_for, fit_reader
 
         reader = fit_reader(model, features, examples[0], config, evidence_for(graph, kg, features), encoder_model)
-        say(f"reader fitted on {reader.fitted_on} validation questions: Hits@1 {reader.val_hits1['reader']:.3f} "
-            f"against {reader.val_hits1['priority']:.3f} by the priority alone")
+        say(reader.summary())
     save_checkpoint(model, config, graph, out, history, started_from=str(init) if init is not None else "",
                     reader=reader)
     say(f"wrote {out}")

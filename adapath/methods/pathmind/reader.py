@@ -94,6 +94,11 @@ class Reader:
         out[top[self.order(x)]] = base + np.arange(len(top), 0, -1, dtype=np.float64)
         return out
 
+    def summary(self) -> str:
+        """What its fit measured, in one line."""
+        return (f"reader fitted on {self.fitted_on} validation questions: Hits@1 {self.val_hits1['reader']:.3f} "
+                f"against {self.val_hits1['priority']:.3f} by the priority alone")
+
     def save(self, model_dir: str | Path) -> Path:
         path = Path(model_dir) / FILE
         with atomic_file(path) as f:
@@ -168,28 +173,15 @@ def read_groups(model, features, examples, evidence: Evidence, encoder=None, top
     """Per question of ``examples`` (with answers): its ``top`` entities by the model's
     priority, as (features, which are answers), best priority first. The wh-phrase vectors
     are the examples' own (``Example.focus``) or encoded with ``encoder``."""
-    import torch
-
-    from adapath.methods.pathmind.train import batches, encode_focus, ranked, targets
+    from adapath.methods.pathmind.train import best_entities, encode_focus
 
     wh = [e.focus for e in examples]
     if any(v is None for v in wh):
         wh = list(encode_focus(encoder, [e.text for e in examples]))
     groups = []
-    model.eval()
-    with torch.no_grad():
-        entities = model.entities(features.whole)
-        at = 0
-        for chunk in batches(examples, size):
-            inputs = features.batch(chunk, entities=entities)
-            logits = model(inputs).logits
-            _, mask = targets(features, chunk, inputs.places)
-            for j, (nodes, e) in enumerate(zip(ranked(logits, mask, inputs.places, top), chunk)):
-                nodes = np.asarray(nodes, dtype=np.int64)
-                own = logits[inputs.places.local_of[nodes], j].cpu().numpy()
-                x = evidence.features(nodes, own, e.text, e.query, wh[at + j])
-                groups.append((x, np.isin(nodes, e.answers)))
-            at += len(chunk)
+    for e, vector, (nodes, logits) in zip(examples, wh, best_entities(model, features, examples, top, size)):
+        nodes = np.asarray(nodes, dtype=np.int64)
+        groups.append((evidence.features(nodes, logits, e.text, e.query, vector), np.isin(nodes, e.answers)))
     return groups
 
 

@@ -71,11 +71,7 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
     third of its question's encoding with MiniLM)."""
     texts = [query_text(r, level) for r in records]
     with Progress(len(texts), f"encoding {level} questions", "questions", quiet=len(texts) <= ENCODE_CHUNK) as bar:
-        parts = []
-        for lo in range(0, len(texts), ENCODE_CHUNK):
-            parts.append(np.asarray(encoder.encode(texts[lo:lo + ENCODE_CHUNK]), dtype=np.float32))
-            bar.advance(len(parts[-1]))
-    vectors = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+        vectors = encode_in_chunks(encoder, texts, bar.advance)
     wh_vectors = encode_focus(encoder, texts) if focus else [None] * len(texts)
     out = []
     for record, text, vector, wh in zip(records, texts, vectors, wh_vectors):
@@ -88,13 +84,21 @@ def make_examples(graph: KnowledgeGraph, records: list[dict], encoder, level: st
     return out
 
 
+def encode_in_chunks(encoder, texts: list[str], advance=None) -> np.ndarray:
+    """The texts' embeddings (float32), ``ENCODE_CHUNK`` at a time; ``advance(n)`` after each."""
+    parts = []
+    for lo in range(0, len(texts), ENCODE_CHUNK):
+        parts.append(np.asarray(encoder.encode(texts[lo:lo + ENCODE_CHUNK]), dtype=np.float32))
+        if advance is not None:
+            advance(len(parts[-1]))
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
 def encode_focus(encoder, texts: list[str]) -> np.ndarray:
     """The embeddings of the questions' wh-phrases (``--focus`` reads them; each short)."""
     from adapath.methods.answer_type import wh_phrase
 
-    parts = [np.asarray(encoder.encode([wh_phrase(t) for t in texts[lo:lo + ENCODE_CHUNK]]), dtype=np.float32)
-             for lo in range(0, len(texts), ENCODE_CHUNK)]
-    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+    return encode_in_chunks(encoder, [wh_phrase(t) for t in texts])
 
 
 class Features:
@@ -306,23 +310,33 @@ def ranked(logits: torch.Tensor, mask: torch.Tensor, places: Places, k: int) -> 
     return out
 
 
-def hits_at_many(model: PathMindNet, features: Features, examples: list[Example], ks, size: int = 8,
-                 progress: bool = False, label: str = "validation") -> list[float]:
-    """Share of questions with an answer among their k best-priority entities, for each k."""
-    if not examples:
-        return [0.0 for _ in ks]
+def best_entities(model: PathMindNet, features: Features, examples: list[Example], k: int, size: int = 8,
+                  progress: bool = False, label: str = "validation") -> list[tuple[list[int], np.ndarray]]:
+    """Per question of ``examples``: its k best-priority entities of its subgraph, topics aside
+    (global ids, ties by the smaller id), and their logits."""
     model.eval()
-    found = [0 for _ in ks]
+    out = []
     with torch.no_grad(), Progress(len(examples), label, "questions", quiet=not progress) as bar:
         entities = model.entities(features.whole)  # the same for every question: computed once
         for chunk in batches(examples, size):
             inputs = features.batch(chunk, entities=entities)
             logits = model(inputs).logits
             _, mask = targets(features, chunk, inputs.places)
-            for top, e in zip(ranked(logits, mask, inputs.places, max(ks)), chunk):
-                for i, k in enumerate(ks):
-                    found[i] += bool(set(top[:k]) & set(e.answers))
+            for j, top in enumerate(ranked(logits, mask, inputs.places, k)):
+                out.append((top, logits[inputs.places.local_of[top], j].cpu().numpy()))
             bar.advance(len(chunk))
+    return out
+
+
+def hits_at_many(model: PathMindNet, features: Features, examples: list[Example], ks, size: int = 8,
+                 progress: bool = False, label: str = "validation") -> list[float]:
+    """Share of questions with an answer among their k best-priority entities, for each k."""
+    if not examples:
+        return [0.0 for _ in ks]
+    found = [0 for _ in ks]
+    for (top, _), e in zip(best_entities(model, features, examples, max(ks), size, progress, label), examples):
+        for i, k in enumerate(ks):
+            found[i] += bool(set(top[:k]) & set(e.answers))
     return [f / len(examples) for f in found]
 
 
