@@ -95,11 +95,29 @@ def test_a_network_with_and_without_its_reader_shares_one_folder(tmp_path):
     the folder of the same name without it, and only that name answers through the reader."""
     from adapath.bench.pathmind_real import model_dir, reading
 
-    plain, read = (TrainConfig(**model_settings(n)) for n in ("answer_type=1+answer_text=1", "answer_type=1+answer_text=1+rerank=1"))
+    plain, read = (TrainConfig(**model_settings(n)) for n in ("rerank=0", "default"))
     assert model_dir(tmp_path, "test", plain) == model_dir(tmp_path, "test", read)
-    assert model_dir(tmp_path, "test", plain) != model_dir(tmp_path, "test", TrainConfig(**model_settings("answer_type=1")))
-    assert reading("answer_type=1+answer_text=1") == {"rerank": 0}
-    assert reading("answer_type=1+answer_text=1+rerank=1") == {"rerank": 1}
+    assert model_dir(tmp_path, "test", plain) != model_dir(tmp_path, "test", TrainConfig(**model_settings("answer_type=0")))
+    assert reading("rerank=0") == {"rerank": 0}
+    assert reading("default") == {"rerank": 1}  # the default answers through its reader
+    assert reading("network") == {"rerank": 0} and reading("network+rerank=1") == {"rerank": 1}
+
+
+def test_names_measured_before_the_prior_became_default_keep_their_folders(tmp_path):
+    """Each name's settings in full against the default before issue 50's decision (the network
+    alone: no prior, no wh-phrase, the sampled loss, no reader), and the default's folder is the
+    one its settings spelled out named then: the models kept before resolve as they did."""
+    from adapath.bench.pathmind_real import model_dir
+
+    before = {"answer_type": False, "answer_text": False, "focus": False, "negatives": "sampled", "rerank": False}
+    for name, then in [("mul", {"nodes": 32, "message": "mul"}), ("answer-prior", {"nodes": 32, "answer_type": True,
+                       "answer_text": True}), ("focus", {"focus": True}), ("all-negatives", {"negatives": "all"}),
+                       ("unpruned", {"nodes": 0}), ("network", {})]:
+        config = TrainConfig(**model_settings(name))
+        assert {k: getattr(config, k) for k in before | then} == before | then, name
+    spelled = TrainConfig(**model_settings("network+answer_type=1+answer_text=1+focus=1+negatives=all+rerank=1"))
+    assert model_dir(tmp_path, "test", spelled) == model_dir(tmp_path, "test", TrainConfig())
+    assert model_settings("network+seed=2") == {**before, "seed": 2}
 
 
 def test_answer_files_from_before_the_reader_resume_only_without_it():

@@ -3,6 +3,8 @@ from the edge list (add and mul messages, with and without A*Net's pruning), its
 against torch autograd on that dense form, the pruning's top-N against a sort, and pruning
 with N at least the ball giving the unpruned scores."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -166,16 +168,18 @@ def test_some_rows_alone_give_those_rows_scores():
         assert torch.allclose(net(inputs, rows).logits, whole[rows], rtol=1e-10, atol=1e-12)
 
 
-def test_every_place_s_logits_beside_the_rows_probes():
+@pytest.mark.parametrize("nodes", [2, 0])
+def test_every_place_s_logits_beside_the_rows_probes(nodes):
+    """Pruned or not, ``every`` reads out every place (the exact loss's logits) and keeps the
+    probes of the rows alone."""
     inputs = hand_inputs([[0, 2], [4]])
-    net = network("add", nodes=2, entity_text=True)
+    net = network("add", nodes=nodes, entity_text=True)
     whole = net(inputs, probes=("cumulative",))
     rows = torch.tensor([1, 3, 4])
     both = net(inputs, rows, ("cumulative",), every=True)
+    assert both.logits.shape == whole.logits.shape
     assert torch.allclose(both.logits, whole.logits, rtol=1e-10, atol=1e-12)
     assert torch.allclose(both.probes["cumulative"], whole.probes["cumulative"][rows], rtol=1e-10, atol=1e-12)
-    with pytest.raises(ValueError, match="pruned"):
-        network("add")(inputs, rows, every=True)
 
 
 @pytest.mark.parametrize("message, answer", [("add", False), ("mul", False), ("add", True)])
@@ -451,6 +455,9 @@ def test_the_exact_loss_is_the_softmax_over_every_entity_of_each_subgraph():
         want.append(torch.logsumexp(logits[rows, j], 0) - mean)
     assert torch.allclose(loss.detach(), torch.stack(want).mean(), rtol=1e-5, atol=1e-5)
     assert float(probe_loss.detach()) > 0  # the probes' sampled loss
+    # unpruned (--nodes 0), the same sum from the whole propagation's read-out
+    unpruned, _ = training_loss(whole, features, examples, replace(config, nodes=0), np.random.default_rng(0))
+    assert torch.allclose(unpruned.detach(), torch.stack(want).mean(), rtol=1e-5, atol=1e-5)
 
 
 def test_examples_carry_their_wh_phrase_s_embedding(tmp_path):

@@ -126,7 +126,12 @@ def build_needs(graph, kg: Path, work: Path, train: list[dict], args) -> dict[st
         config = pm.TrainConfig(epochs=args.pathmind_epochs, patience=args.pathmind_epochs, encoder=args.encoder)
         _, examples, features = training_inputs(graph, train, args.encoder, config.hops)
         model, history = pm.train(graph, examples, features, config)
-        pm.save_checkpoint(model, config, graph, model_dir, history)
+        reader = None
+        if config.rerank:  # the default's reader, fitted as `pathmind train` fits it
+            from adapath.methods.pathmind.reader import evidence_for, fit_reader
+
+            reader = fit_reader(model, features, examples, config, evidence_for(graph, kg, features))
+        pm.save_checkpoint(model, config, graph, model_dir, history, reader=reader)
     needs["model"] = model_dir
     return needs
 

@@ -131,8 +131,9 @@ def arguments():
         "train": (320, "generated training questions"),
         "test": (80, "generated questions answered"),
         "hops": ("1,2", "the questions' hop counts"),
-        "models": ("default,paper,unpruned,mul,walk", f"Of {', '.join(MODELS)}, or key=value+key=value "
-                   "training settings (as bench pathmind --real reads them)."),
+        "models": ("default,network,paper-recipe,nodes=0,message=mul,walk", f"Of {', '.join(MODELS)}, or "
+                   "key=value+key=value training settings against the default, or a name then settings "
+                   "(network+nodes=0), as bench pathmind --real reads them."),
         "encoder": ("minilm", "query and node-text encoder"),
         "threads": (1, "torch and Numba threads"),
         "walk-model": (None, "a `pathmind train` model on this graph and questions: print only how "

@@ -226,7 +226,7 @@ def agreement(a: list, b: list) -> float:
 def reading(name: str) -> dict:
     """The answering params of a model name: its reader only where the name asks for one (a
     network's folder is shared by its names with and without ``rerank``)."""
-    return {"rerank": int(bool(model_settings(name).get("rerank")))}
+    return {"rerank": int(TrainConfig(**model_settings(name)).rerank)}
 
 
 def run(args) -> dict:
@@ -272,7 +272,7 @@ def run(args) -> dict:
     models = {}
     for name in names:
         models[name], out["models"][name] = train(name, args.epochs)
-        out["models"][name]["settings"] = ", ".join(f"{k}={v}" for k, v in model_settings(name).items()) or "paper"
+        out["models"][name]["settings"] = ", ".join(f"{k}={v}" for k, v in model_settings(name).items()) or "default"
     default = models[names[0]]
     runs = {f"pathmind {name}": ("pathmind", path, reading(name)) for name, path in models.items()}
     runs |= {name: ("pathmind", default, {"prioritize": name, "rerank": 0}) for name in ABLATIONS}

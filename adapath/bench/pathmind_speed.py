@@ -74,6 +74,13 @@ def child(args) -> dict:
             torch.cuda.synchronize()
 
     def step(chunk):
+        if hasattr(train, "training_loss"):  # the loss training runs (--negatives: sampled or every entity)
+            loss, probe_loss = train.training_loss(model, features, chunk, config, rng)
+            optimizer.zero_grad()
+            (loss + probe_loss).backward()
+            optimizer.step()
+            return
+        # a source tree from before it: the sampled loss inline
         rows, target, weight = train.sampled_targets(features, chunk, features.cosine(chunk), rng)
         inputs = features.batch(chunk, rows)
         output = model(inputs, torch.as_tensor(inputs.places.local_of[rows]).to(device), PROBES)
@@ -102,7 +109,7 @@ def child(args) -> dict:
     train.hits_at_many(model, features, warm, (1,))
     pathmind = infer.PathMind(graph, model.eval(), config, encoder, graph_dir=graph_dir, device=device)
     pathmind._features = features
-    if args.settings.get("rerank"):  # the reader's cost: its weights do not change its work (those fitted on the bench graph)
+    if getattr(config, "rerank", False):  # the reader's cost: its weights do not change its work (those fitted on the bench graph)
         from adapath.methods.pathmind.reader import Reader
 
         pathmind.reader = Reader([0.8, -1.2, 3.7, 5.6])

@@ -84,19 +84,20 @@ def pathmind_train(
     """Train the path-priority network with early stopping on a validation split.
 
     With no options it trains the paper's priority as NBFNet computes its formula (neural
-    Bellman-Ford layers, the additive message), pruned as A*Net prunes it (--nodes), with
-    each reached entity's own evidence (--entity-text) and a softmax cross-entropy over the
-    query subgraph: the paper's unweighted BCE and NBFNet's entity-free message did not learn
-    on the benchmark graph (`adapath methods pathmind` gives the numbers; --loss bce
-    --no-entity-text is the paper's recipe). --answer-type and --answer-text add our answer
-    prior to the readout (a named variant beyond the paper: 2.6 to 4.5 points of Hits@1 there);
-    --rerank fits a reader of the question's words after the priority (ours, for answering
-    without an LLM);
-    --guide-paths keeps each training question's shortest paths in its pruned search (ours).
-    --message, --nodes and --loss name the
-    variants, --network walk the formula as literal walk algebra (with its legacy options
-    --cost, --entity, --readout, --reading). It reads the graph and the questions only (no
-    Path-Bank). Progress within each epoch goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
+    Bellman-Ford layers, the additive message), pruned as A*Net prunes it (--nodes), on the
+    paper's loss summed over every entity of the subgraph (--negatives all), with the parts of
+    the recipe that measured best where the paper's as written fell short on the benchmark
+    graph: a softmax cross-entropy for the unweighted BCE, each reached entity's own evidence
+    (--entity-text, --focus), the readout's answer prior (--answer-type, --answer-text) and,
+    after training, a reader of the question's words over the priority's top 30 (--rerank, in
+    place of the LLM the paper hands its K to). `adapath methods pathmind` gives each with its
+    numbers; --loss bce --no-entity-text --no-focus --no-answer-type --no-answer-text
+    --no-rerank is the paper's recipe. --pretrain-generated N first trains on questions
+    generated on the graph; --guide-paths keeps each training question's shortest paths in its
+    pruned search (ours). --message, --nodes and --loss name the variants, --network walk the
+    formula as literal walk algebra (with its legacy options --cost, --entity, --readout,
+    --reading). It reads the graph and the questions only (no Path-Bank). Progress within each
+    epoch goes to stderr: a bar on a terminal, a line every few seconds in a log. The model
     directory appears only when training has finished.
     """
     check_writable(out, folder=True)

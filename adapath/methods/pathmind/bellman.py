@@ -214,17 +214,18 @@ class BellmanFordNet(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, inputs, rows: torch.Tensor | None = None, probes: tuple[str, ...] = (), every: bool = False):
-        """``every`` (pruned only): the logits of every place, the probes (and d) of ``rows``
-        alone (the exact loss over the subgraph beside the probes' sampled one)."""
+        """``every``: the logits of every place, the probes (and d) of ``rows`` alone (the
+        exact loss over the subgraph beside the probes' sampled one)."""
         from adapath.methods.pathmind.model import Output
 
         q = self.query(inputs.query)
         reached = None
         self.search_loss = q.new_zeros(())  # the pruned search's selection loss, in training with a guide
-        if every and self.nodes == 0:
-            raise ValueError("every: the logits of every place come from the pruned search")
         if self.nodes > 0:
             logits, d, reached = self._pruned(inputs, q, rows, dense=bool(probes), every=every)
+        elif every:  # the whole propagation holds every place's state: all of them read out, d of rows kept
+            logits, d = self._whole(inputs, q, None)
+            d = d if rows is None else d.index_select(0, rows)
         else:
             logits, d = self._whole(inputs, q, rows)
         out = {}
