@@ -106,8 +106,9 @@ def arguments() -> argparse.ArgumentParser:
                levels="explicit,implicit,bare", limit=0)
     add_options(real, {
         "graph": ("base+diseases+competitors", "bench real-records' graph", {"choices": GRAPHS}),
-        "models": ("paper,softmax,balanced,product,gate,layers,nbfnet", "training options, a model "
-                   "each (the first: the ablations'): names or key=value+key=value"),
+        "models": ("default,network,paper-recipe", "training options, a model each (the first: the "
+                   "ablations'): names, key=value+key=value settings against the default, or a name then "
+                   "settings (network+seed=1)"),
         "variants": ("models,readout,cumulative,future,nearest,random,greedy,pathmind+walk",
                      "PathMind runs (models: each trained model)"),
         "generated": ("", "learning curve: generated question counts, e.g. 0,2000"),

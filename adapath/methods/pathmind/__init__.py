@@ -134,10 +134,10 @@ _DEVIATIONS = (
     "pruned, every entity the search did not reach scores s(0), so the sum costs one pass); --negatives sampled "
     "sums over a stratified sample each step (the answers, the topics, the 256 entities most like the question, "
     "384 drawn per hop depth, each weighted by how many it stands for: an unbiased estimate of the sum), the "
-    "default until issue 50's decision; validation and inference score every entity",
+    "default until 2026-12-07; validation and inference score every entity",
     "the parts of the paper's recipe set otherwise by default, because as written they fell short on the "
     "benchmark graph (the HPO base with PrimeKG's diseases, 20 planted rivals per record, scale 1.0; MiniLM, no "
-    "LLM; answer-set Hits@1), the default taking the measured best (issue 50). The loss and the entity's evidence, "
+    "LLM; answer-set Hits@1), the default taking the measured best. The loss and the entity's evidence, "
     "measured at 150 bank-half records x 3 wordings, 2 epochs, 300 test-half questions: the paper's recipe on "
     "this network (--loss bce --no-entity-text) 10.3, with the entity's evidence 19.3, with it and the softmax "
     "loss 30.3. The loss: the paper's BCE sums over every entity of a subgraph of ~10^5 "

@@ -1,4 +1,4 @@
-"""The answer reader without an LLM (``--rerank``, a named variant, ours): the priority's top
+"""The answer reader without an LLM (``--rerank``, ours, on by default): the priority's top
 ``TOP`` entities of a question reordered by what the question says of its answer.
 
 The paper ranks its top K by the learned priority and lets an LLM read their paths. Without an
