@@ -197,8 +197,9 @@ class BellmanFordNet(nn.Module):
 
     @staticmethod
     def focus_cosine(inputs, nodes: torch.Tensor) -> torch.Tensor:
-        """Each of ``nodes``' text cosine to each question's wh-phrase: nodes x B."""
-        return unit_rows(inputs.whole.text.index_select(0, nodes)) @ wh_phrases(inputs).T
+        """Each of ``nodes``' text cosine to each question's wh-phrase: nodes x B (every node's,
+        then the rows of ``nodes``: one product over the graph instead of a copy of its rows)."""
+        return (inputs.whole.unit @ wh_phrases(inputs).T).index_select(0, nodes)
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
         """A question-free representation of ``nodes``: type embedding + text projection."""
@@ -253,7 +254,7 @@ class BellmanFordNet(nn.Module):
         * w (+ cos(text, wh-phrase) * w' with ``--focus``). ``questions`` None: every node for every question (nodes x B x H), else the
         question of each node (nodes x H)."""
         h = self.entity_representation(inputs, nodes)
-        unit = unit_rows(inputs.whole.text.index_select(0, nodes))
+        unit = inputs.whole.unit.index_select(0, nodes)
         query = unit_rows(inputs.query)
         focus = wh_phrases(inputs) if self.focus else None
         if questions is None:

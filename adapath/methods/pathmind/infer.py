@@ -66,11 +66,17 @@ class Prioritized:
     look: Lookahead | None = None  # the selection's look-ahead, computed where its rounds ask
 
 
+# questions prioritized side by side: each batch makes passes over the whole graph (its cosines,
+# its reach bits), so 16 answer a tenth faster than 8 on 2 cores, the same answers (each
+# question's values are its own)
+ANSWER_BATCH = 16
+
+
 class PathMind:
     def __init__(self, graph: KnowledgeGraph, model, config: TrainConfig, encoder, llm=None, graph_dir=None,
                  k: int = 3, rounds: int | None = None, mode: str = "model", rule: str = "lookahead", seed: int = 0,
                  max_prompt_tokens: int = 2048, vote=None, gain: float = 2.5, name: str = "pathmind",
-                 batch: int = 8, paths: str = "important", device: str = "cpu", vote_on: str = "std",
+                 batch: int = ANSWER_BATCH, paths: str = "important", device: str = "cpu", vote_on: str = "std",
                  reader: Reader | None = None):
         """``vote``: a :class:`~adapath.methods.pathmind.guide.MetaPathGuide` (``pathmind+walk``);
         ``vote_on``: how its vote meets the priority (:data:`~adapath.methods.pathmind.guide.VOTES`);
