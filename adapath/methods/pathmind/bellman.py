@@ -52,6 +52,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from adapath.methods.pathmind.model import unit_rows
 from adapath.methods.pathmind.propagate import relational_gather
 
 MESSAGES = ("add", "mul")  # TransE (the paper's sum of triple representations), DistMult (NBFNet's default)
@@ -84,11 +85,6 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     whether it is there."""
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
     return at, keys[at] == wanted
-
-
-def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    """Each row scaled to length 1 (a zero row stays zero)."""
-    return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
 
 
 def wh_phrases(inputs) -> torch.Tensor:

@@ -79,6 +79,11 @@ def signed_log_(x: torch.Tensor) -> torch.Tensor:
     return x.abs_().log1p_().mul_(sign)
 
 
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row scaled to length 1 (a zero row stays zero)."""
+    return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
+
+
 class WholeGraph:
     """The graph as the GNN reads it, every node at once: its relational CSR, each node's
     type and text embedding, and 1 / degree (the mean aggregation)."""
@@ -97,8 +102,6 @@ class WholeGraph:
         cosines read rows of it for every batch (scaling ~10^5 selected rows per batch cost a
         tenth of answering)."""
         if self._unit is None:
-            from adapath.methods.pathmind.bellman import unit_rows
-
             self._unit = unit_rows(self.text)
         return self._unit
 

@@ -39,9 +39,9 @@ from adapath.datasets.biostrat import query_text
 from adapath.engine.graph import KnowledgeGraph
 from adapath.errors import InputError
 from adapath.memory import keep_freed_memory
-from adapath.methods.pathmind.bellman import BellmanFordNet, unit_rows
+from adapath.methods.pathmind.bellman import BellmanFordNet
 from adapath.methods.pathmind.config import TrainConfig
-from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph
+from adapath.methods.pathmind.model import PROBES, BatchInputs, PathMindNet, WholeGraph, unit_rows
 from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places, RelationalGraph
 from adapath.progress import Progress
 
