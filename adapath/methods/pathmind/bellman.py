@@ -52,7 +52,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from adapath.methods.pathmind.model import unit_rows
+from adapath.methods.pathmind.model import Output, unit_rows
 from adapath.methods.pathmind.propagate import relational_gather
 
 MESSAGES = ("add", "mul")  # TransE (the paper's sum of triple representations), DistMult (NBFNet's default)
@@ -213,8 +213,6 @@ class BellmanFordNet(nn.Module):
     def forward(self, inputs, rows: torch.Tensor | None = None, probes: tuple[str, ...] = (), every: bool = False):
         """``every``: the logits of every place, the probes (and d) of ``rows`` alone (the
         exact loss over the subgraph beside the probes' sampled one)."""
-        from adapath.methods.pathmind.model import Output
-
         q = self.query(inputs.query)
         reached = None
         self.search_loss = q.new_zeros(())  # the pruned search's selection loss, in training with a guide
