@@ -90,7 +90,8 @@ class TrainConfig:
                                 "--no-focus leaves it out.")
     answer_type: bool = setting(True, "The Bellman-Ford network's readout adds a logit per entity type read from "
                                       "the question (an answer-type prior; ours, not in the paper, NBFNet or "
-                                      "A*Net, whose readouts see no entity; on by default); the pruning's "
+                                      "A*Net, whose readouts see an entity only inside the paths' sum; on by "
+                                      "default); the pruning's "
                                       "priority does not read it. --no-answer-type leaves it out.")
     answer_text: bool = setting(True, "The Bellman-Ford network's readout adds each entity text's cosine to the "
                                       "question, weighted per question (ours, not in the paper, NBFNet or A*Net; "
