@@ -583,6 +583,32 @@ def test_training_is_deterministic_per_seed():
         assert torch.equal(tensor, again.state_dict()[name]), name
 
 
+def test_shared_reach_gives_each_run_of_questions_its_hop_balls():
+    """Answering makes the reach bits of 48 questions in one pass and reads each batch of 16
+    out of them: each run's bits are its questions' hop balls (SciPy's distances), at any
+    offset; lists not among the shared ones get their own pass."""
+    import scipy.sparse
+    from scipy.sparse.csgraph import shortest_path
+
+    graph = generate(scale=0.01, seed=5)
+    features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=16)), 3)
+    n = graph.num_nodes
+    adjacency = scipy.sparse.csr_matrix((np.ones(len(graph.indices)), np.asarray(graph.indices),
+                                         np.asarray(graph.indptr)), shape=(n, n))
+    distance = shortest_path(adjacency, directed=False, unweighted=True)
+    rng = np.random.default_rng(1)
+    topic_lists = [[int(t) for t in rng.choice(n, size=int(rng.integers(1, 3)), replace=False)] for _ in range(50)]
+    features.share_reach(topic_lists[:48])
+    for run in (topic_lists[:16], topic_lists[16:32], topic_lists[33:35], topic_lists[40:50]):
+        bits = features.reach_bits(run)
+        assert len(bits) == 4
+        for j, topics in enumerate(run):
+            near = distance[topics].min(axis=0)
+            for t, b in enumerate(bits):
+                assert np.array_equal(((b >> j) & 1).astype(bool), near <= t)
+        assert all(int(b.max()) < (1 << len(run)) for b in bits)  # no other question's bit
+
+
 def test_subgraphs_side_by_side_are_the_hop_balls():
     """70 topic sets (two groups of up to 63) against SciPy's unweighted distances: the masks
     at 0..hops steps, and which questions keep an answer within them (repeated topic sets

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from adapath.methods.pathmind.bellman import BellmanFordNet, top_per_group
+from adapath.methods.pathmind.bellman import BellmanFordNet, in_tie_order, top_per_group
 from adapath.methods.pathmind.model import BatchInputs, WholeGraph
 from adapath.methods.pathmind.propagate import Places, RelationalGraph
 from tests.test_pathmind import EDGES, TYPES, hand_graph, walk_steps
@@ -157,6 +157,23 @@ def test_steps_match_a_dense_message_passing_and_its_gradients(message, entity_t
         assert a is not None and torch.allclose(a, b, rtol=1e-8, atol=1e-10)
         checked += 1
     assert checked >= 10
+
+
+@pytest.mark.parametrize("answer", ["", "focus", "focus+text+type"])
+@pytest.mark.parametrize("pruned", [None, 1, 2])
+def test_answering_s_tables_give_the_dense_scores(answer, pruned):
+    """Answering reads the entity table made once and the batch's one product of cosines (no
+    text row gathered per entity): the same scores as the dense message passing."""
+    inputs = hand_inputs([[0, 2], [4], [1]], focus="focus" in answer)
+    net = network("add", nodes=pruned or 0, entity_text=True, answer_type="type" in answer,
+                  answer_text="text" in answer, focus="focus" in answer)
+    with torch.no_grad():
+        inputs.entities = net.entities(inputs.whole)
+        got = net(inputs).logits
+        want = dense_forward(net, inputs, pruned)
+    assert inputs.entities.shape == (len(TYPES), HIDDEN)
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert network("add").entities(inputs.whole) is None  # a network without the evidence reads no table
 
 
 def test_some_rows_alone_give_those_rows_scores():
@@ -330,15 +347,22 @@ def test_gold_paths_are_the_shortest_paths_entities_by_depth():
     assert all(np.array_equal(k, np.sort(k)) for k in got) and len(got[2]) > 0  # paths of two steps and more
 
 
-def test_top_per_group_against_a_sort():
+@pytest.mark.parametrize("ordered", [False, True])
+def test_top_per_group_against_a_sort(ordered):
+    """Entries in any order, and (``ordered``, the pruned search's case, read by a partition per
+    group) group by group in increasing tie, with an empty group and many ties."""
     rng = np.random.default_rng(0)
-    group = rng.integers(0, 4, 200)
+    group = rng.choice([0, 1, 3, 4], 200)
     score = rng.integers(0, 6, 200).astype(float)  # many ties
     tie = rng.permutation(200)
+    if ordered:
+        order = np.lexsort((tie, group))
+        group, score, tie = group[order], score[order], tie[order]
+        assert in_tie_order(group, tie)
     for k in (0, 1, 3, 50, 300):
-        got = top_per_group(group, score, tie, k, 4)
+        got = top_per_group(group, score, tie, k, 5)
         want = []
-        for g in range(4):
+        for g in range(5):
             members = sorted(np.flatnonzero(group == g), key=lambda i: (-score[i], tie[i]))
             want += members[:k]
         assert got.tolist() == want
@@ -413,6 +437,10 @@ def test_a_focus_model_without_wh_phrases_says_so():
     net = network("add", entity_text=True, focus=True)
     with pytest.raises(ValueError, match="wh-phrase"):
         net(hand_inputs([[0]]))
+    inputs = hand_inputs([[0]])
+    inputs.entities = net.entities(inputs.whole)  # answering's tables: the same line
+    with pytest.raises(ValueError, match="wh-phrase"):
+        net(inputs)
     with pytest.raises(ValueError, match="entity_text"):
         network("add", focus=True)
 

@@ -74,10 +74,37 @@ def visited(bits: np.ndarray, graph, places, batch: int) -> tuple[float, float]:
 def top_per_group(group: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, groups: int) -> np.ndarray:
     """Indices of the ``k`` highest ``score`` within each group (0..groups-1), ties by the
     smaller ``tie``: group by group, best first."""
+    if in_tie_order(group, tie):  # the pruned search's case: a partition per group, not a sort of all
+        return top_of_runs(group, score, k, groups)
     order = np.lexsort((tie, -score, group))
     first = np.searchsorted(group[order], np.arange(groups))
     place = np.arange(len(order)) - first[group[order]]
     return order[place < k]
+
+
+def in_tie_order(group: np.ndarray, tie: np.ndarray) -> bool:
+    """Whether the entries come group by group, each group's in increasing ``tie``."""
+    if len(group) < 2:
+        return True
+    same = group[1:] == group[:-1]
+    return bool(np.all(group[1:] >= group[:-1]) and np.all(tie[1:][same] > tie[:-1][same]))
+
+
+def top_of_runs(group: np.ndarray, score: np.ndarray, k: int, groups: int) -> np.ndarray:
+    """:func:`top_per_group` of entries in tie order: per group, the entries at or above its
+    k-th highest score (a partition), sorted stably by score (ties keep their order)."""
+    bounds = np.searchsorted(group, np.arange(groups + 1))
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if k <= 0 or hi <= lo:
+            continue
+        below = -score[lo:hi]
+        if hi - lo > k:
+            candidates = np.flatnonzero(below <= np.partition(below, k - 1)[k - 1])
+            parts.append(lo + candidates[np.argsort(below[candidates], kind="stable")[:k]])
+        else:
+            parts.append(lo + np.argsort(below, kind="stable"))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,10 +114,13 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return at, keys[at] == wanted
 
 
+NO_WH = "a --focus model reads the questions' wh-phrase embeddings (Example.focus)"
+
+
 def wh_phrases(inputs) -> torch.Tensor:
     """The questions' wh-phrase embeddings as unit rows (B x D): what a ``--focus`` model reads."""
     if inputs.focus is None:
-        raise ValueError("a --focus model reads the questions' wh-phrase embeddings (Example.focus)")
+        raise ValueError(NO_WH)
     return unit_rows(inputs.focus)
 
 
@@ -159,8 +189,13 @@ class BellmanFordNet(nn.Module):
         self.search_loss: torch.Tensor | None = None  # the last forward's (see _selection_loss)
 
     # the interface the training loop and inference share with the walk network
-    def entities(self, whole, nodes: torch.Tensor | None = None):
-        return None
+    def entities(self, whole, nodes: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Every node's question-free representation (type embedding + text projection), for
+        inference to make once (no gradient) and the evidence to read rows of; None without
+        ``entity_text``, which reads none."""
+        if not self.entity_text:
+            return None
+        return self.type_embedding(whole.node_type) + self.text(whole.text)
 
     def future_cost(self, x: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """f([d, q']) of states ``x`` (... x H) for questions ``q`` (broadcast alike)."""
@@ -183,7 +218,7 @@ class BellmanFordNet(nn.Module):
             types = inputs.whole.node_type.index_select(0, torch.as_tensor(nodes, device=q.device))
             prior = self.type_prior(q).index_select(1, types).T
         if self.answer_text:
-            cosine = inputs.cosine if rows is None else inputs.cosine.index_select(0, rows)
+            cosine = self.question_cosine(inputs, rows)
             prior = prior + cosine * self.text_weight(q).T
             if self.focus:
                 nodes = inputs.places.nodes if rows is None else inputs.places.nodes[rows.cpu().numpy()]
@@ -192,9 +227,23 @@ class BellmanFordNet(nn.Module):
         return prior
 
     @staticmethod
+    def question_cosine(inputs, rows: torch.Tensor | None) -> torch.Tensor:
+        """The places' (or ``rows``') text cosine to each question: places x B (answering: read
+        from the batch's one product of both cosines, whose unit rows are the evidence's)."""
+        if inputs.entities is None:
+            return inputs.cosine if rows is None else inputs.cosine.index_select(0, rows)
+        places = torch.as_tensor(inputs.places.nodes, device=inputs.query.device)
+        if rows is not None:
+            places = places.index_select(0, rows)
+        return inputs.unit_cosines()[:, :inputs.query.shape[0]].index_select(0, places)
+
+    @staticmethod
     def focus_cosine(inputs, nodes: torch.Tensor) -> torch.Tensor:
         """Each of ``nodes``' text cosine to each question's wh-phrase: nodes x B (every node's,
-        then the rows of ``nodes``: one product over the graph instead of a copy of its rows)."""
+        then the rows of ``nodes``: one product over the graph instead of a copy of its rows;
+        answering reads the batch's product of both cosines)."""
+        if inputs.entities is not None and inputs.focus is not None:
+            return inputs.unit_cosines()[:, inputs.query.shape[0]:].index_select(0, nodes)
         return (inputs.whole.unit @ wh_phrases(inputs).T).index_select(0, nodes)
 
     def entity_representation(self, inputs, nodes: torch.Tensor) -> torch.Tensor:
@@ -247,6 +296,8 @@ class BellmanFordNet(nn.Module):
         NBFNet's layers read none): (type embedding + text projection) * q' + cos(text, question)
         * w (+ cos(text, wh-phrase) * w' with ``--focus``). ``questions`` None: every node for every question (nodes x B x H), else the
         question of each node (nodes x H)."""
+        if inputs.entities is not None:  # answering: rows of the tables made once, no text row gathered
+            return self._read_evidence(inputs, nodes, questions, q)
         h = self.entity_representation(inputs, nodes)
         unit = inputs.whole.unit.index_select(0, nodes)
         query = unit_rows(inputs.query)
@@ -259,6 +310,27 @@ class BellmanFordNet(nn.Module):
         if focus is None:
             return out
         return out + (unit * focus.index_select(0, questions)).sum(1, keepdim=True) * self.focus_weight
+
+    def _read_evidence(self, inputs, nodes: torch.Tensor, questions: torch.Tensor | None,
+                       q: torch.Tensor) -> torch.Tensor:
+        """:meth:`evidence` from the entity table (:meth:`entities`) and the batch's cosines
+        (``BatchInputs.unit_cosines``): their rows instead of each entity's text row, projected
+        and multiplied (a tenth of answering)."""
+        if self.focus and inputs.focus is None:
+            raise ValueError(NO_WH)
+        h = inputs.entities.index_select(0, nodes)
+        table = inputs.unit_cosines()  # nodes x B (x 2B: the wh-phrases' after)
+        batch, width = q.shape[0], table.shape[1]
+        if questions is None:
+            rows = table.index_select(0, nodes)
+            out = h[:, None, :] * q[None] + rows[:, :batch, None] * self.cosine_weight
+            return out if not self.focus else out + rows[:, batch:, None] * self.focus_weight
+        flat = table.reshape(-1)
+        at = nodes * width + questions
+        out = h * q.index_select(0, questions) + flat.index_select(0, at)[:, None] * self.cosine_weight
+        if not self.focus:
+            return out
+        return out + flat.index_select(0, at + batch)[:, None] * self.focus_weight
 
     def boundary(self, inputs, q: torch.Tensor, n: int) -> torch.Tensor:
         start = torch.zeros(n, q.shape[0], self.hidden, dtype=q.dtype, device=q.device)

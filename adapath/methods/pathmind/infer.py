@@ -40,7 +40,7 @@ from adapath.llm.parse import parse_answer_set, read_reply
 from adapath.memory import keep_freed_memory
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
-from adapath.methods.pathmind.propagate import Places
+from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places
 from adapath.methods.pathmind.reader import Evidence, Reader, evidence_for, top_nodes
 from adapath.methods.pathmind.select import Lookahead, Selection, reachable, select_entities
 from adapath.methods.pathmind.train import Example, Features, encode_focus
@@ -110,9 +110,7 @@ class PathMind:
 
     # ------------------------------------------------------------------ prioritize
     def prioritize(self, examples: list[Example], queries: list[Query] | None = None) -> list[Prioritized]:
-        out = []
-        for lo in range(0, len(examples), self.batch):
-            out += self._prioritize(examples[lo:lo + self.batch])
+        out = [p for batch in self._batches(examples) for p in batch]
         if self.vote is not None:
             from adapath.methods.pathmind.guide import add_vote
 
@@ -120,6 +118,16 @@ class PathMind:
                 p.priority = add_vote(p.priority, p.inside, e.topics, guide.candidates if guide is not None else [],
                                       self.gain, self.vote_on)
         return out
+
+    def _batches(self, examples: list[Example]):
+        """The questions' priorities (no vote), a batch at a time."""
+        wide = MAX_QUESTIONS // self.batch * self.batch  # the batches whose reach bits one pass makes
+        for start in range(0, len(examples), max(wide, self.batch)):
+            group = examples[start:start + max(wide, self.batch)]
+            if wide > self.batch and len(group) > self.batch:
+                self.features.share_reach([e.topics for e in group])
+            for lo in range(0, len(group), self.batch):
+                yield self._prioritize(group[lo:lo + self.batch])
 
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
         features = self.features

@@ -427,6 +427,7 @@ class BatchInputs:
         self.graph, self.places, self.whole, self._cosine = graph, places, whole, cosine
         self.query, self.reach, self.entities, self.reach_bits = query, reach, entities, reach_bits
         self.focus = focus  # B x D: the questions' wh-phrase embeddings (None: not encoded)
+        self._unit_cosines: torch.Tensor | None = None
         # training with --guide-paths: per step 0..hops, the sorted keys (question * nodes + node)
         # of the entities on a shortest path from a topic to an answer, at that depth
         self.guide: list[np.ndarray] | None = None
@@ -439,3 +440,13 @@ class BatchInputs:
         if callable(self._cosine):
             self._cosine = self._cosine()
         return self._cosine
+
+    def unit_cosines(self) -> torch.Tensor:
+        """Every node's unit text row against each question's unit embedding, then (where the
+        questions carry them) each question's unit wh-phrase embedding: nodes x B (or 2B), one
+        product per batch, made when first read: answering reads its entries for the
+        readout's and the evidence's cosines instead of gathering a text row per entity."""
+        if self._unit_cosines is None:
+            rows = [unit_rows(self.query)] + ([unit_rows(self.focus)] if self.focus is not None else [])
+            self._unit_cosines = self.whole.unit @ torch.cat(rows).T
+        return self._unit_cosines

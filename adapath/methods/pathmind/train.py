@@ -101,6 +101,10 @@ def encode_focus(encoder, texts: list[str]) -> np.ndarray:
     return encode_in_chunks(encoder, [wh_phrase(t) for t in texts])
 
 
+def _topics_key(topic_lists: list[list[int]]) -> tuple:
+    return tuple(tuple(int(t) for t in topics) for topics in topic_lists)
+
+
 class Features:
     """Per-node inputs every batch shares (types, text embeddings and their unit vectors, the
     graph's relational codes), read once; ``batch`` adds the questions."""
@@ -116,6 +120,7 @@ class Features:
         self.graph, self.hops, self.device = graph, hops, torch.device(device)
         self.per_question = True
         self._last_reach: tuple | None = None  # (topic lists, their reach bits)
+        self._shared_reach: tuple | None = None  # share_reach's (topic lists, their reach bits)
         self.relational = RelationalGraph(graph, backend or ("numba" if self.device.type == "cpu" else "torch"))
         self.node_type = torch.as_tensor(np.asarray(graph.node_type).astype(np.int64)).to(self.device)
         text = np.empty((graph.num_nodes, 0), dtype=np.float32)
@@ -164,11 +169,30 @@ class Features:
 
     def reach_bits(self, topic_lists: list[list[int]]) -> list[np.ndarray]:
         """The relational graph's ``reach_bits`` over ``hops`` steps, the last call's kept: a
-        training step asks for its batch's twice (its targets, then its inputs). Read only."""
-        key = tuple(tuple(int(t) for t in topics) for topics in topic_lists)
+        training step asks for its batch's twice (its targets, then its inputs); a run of the
+        lists :meth:`share_reach` was given reads its bits from that pass. Read only."""
+        key = _topics_key(topic_lists)
         if self._last_reach is None or self._last_reach[0] != key:
-            self._last_reach = (key, self.relational.reach_bits(topic_lists, self.hops))
+            bits = self._shared_bits(key)
+            self._last_reach = (key, bits if bits is not None else self.relational.reach_bits(topic_lists, self.hops))
         return self._last_reach[1]
+
+    def share_reach(self, topic_lists: list[list[int]]) -> None:
+        """The reach bits of up to 63 topic lists, one pass of the graph per step for all of
+        them (a pass costs the same for 1 bit as for 63): ``reach_bits`` of a run of them then
+        shifts its bits out of these (the same bits: each question's walk is its own bit's)."""
+        self._shared_reach = (_topics_key(topic_lists), self.relational.reach_bits(topic_lists, self.hops))
+
+    def _shared_bits(self, key: tuple) -> list[np.ndarray] | None:
+        shared = self._shared_reach
+        if shared is None or not key:
+            return None
+        wide, bits = shared
+        for offset in range(len(wide) - len(key) + 1):
+            if wide[offset:offset + len(key)] == key:
+                mask = np.int64((1 << len(key)) - 1)
+                return [(b >> offset) & mask for b in bits]
+        return None
 
     def subgraph(self, topics: list[int]) -> list[np.ndarray]:
         """Masks of the nodes within 0..hops steps of the topics: the last is the query subgraph."""
