@@ -227,3 +227,8 @@ def test_train_with_rerank_writes_the_reader_and_answer_can_leave_it_out(tmp_pat
                             "rerank=2"], capsys)
     assert code == 2 and err.strip().splitlines()[-1].endswith("choose 1 (the model's reader, when it has one) or 0")
     assert not (tmp_path / "bad.jsonl").exists()
+    code, _, err = run_cli(["answer", "--method", "pathmind", "--kg", tmp_path / "kg", "--model", model, "--queries",
+                            f"biostrat:{tmp_path / 'q.jsonl'}", "--out", tmp_path / "bad.jsonl", "--param",
+                            "backend=gpu"], capsys)
+    assert code == 2 and err.strip().splitlines()[-1].endswith("backend='gpu': choose auto, torch, openvino")
+    assert not (tmp_path / "bad.jsonl").exists()

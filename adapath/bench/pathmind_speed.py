@@ -107,7 +107,10 @@ def child(args) -> dict:
     # untimed: every kernel compiled (and cached) before the first clock
     step(warm[:4])
     train.hits_at_many(model, features, warm, (1,))
-    pathmind = infer.PathMind(graph, model.eval(), config, encoder, graph_dir=graph_dir, device=device)
+    # the questions encoded as `answer --method pathmind` encodes them (a source tree from before
+    # its backend param: the training's encoder)
+    answering = infer.question_encoder(args.encoder) if hasattr(infer, "question_encoder") else encoder
+    pathmind = infer.PathMind(graph, model.eval(), config, answering, graph_dir=graph_dir, device=device)
     pathmind._features = features
     if getattr(config, "rerank", False):  # the reader's cost: its weights do not change its work (those fitted on the bench graph)
         from adapath.methods.pathmind.reader import Reader
