@@ -421,6 +421,16 @@ def test_answering_takes_another_entity_count_from_its_param(tmp_path):
         return spec.make(MethodContext(graph, model=tmp_path / "pm", params=spec.resolve_params({"nodes": nodes})))
 
     assert built("0").model.nodes == 1 and built("7").model.nodes == 7
+    # the caller's encoder answers where it is the model's (a bench's, already built); another is not taken
+    from adapath.retrieval.dense import make_encoder
+
+    mine = make_encoder("hashing")
+    made = spec.make(MethodContext(graph, model=tmp_path / "pm", params=spec.resolve_params({}), _encoder=mine))
+    assert made.encoder is mine
+    other = make_encoder("hashing")
+    other.spec = "minilm"
+    made = spec.make(MethodContext(graph, model=tmp_path / "pm", params=spec.resolve_params({}), _encoder=other))
+    assert made.encoder is not other and made.encoder.spec == "hashing"
     with pytest.raises(InputError) as error:
         built("-1")
     assert "\n" not in str(error.value) and "nodes" in str(error.value)

@@ -59,6 +59,9 @@ def child(args) -> dict:
     graph = KnowledgeGraph.load(args.inputs[0], mmap=args.kg is not None)
     records = [json.loads(line) for line in Path(args.inputs[1]).read_text(encoding="utf-8").splitlines()]
     encoder, graph_dir = make_encoder(args.encoder), args.kg and Path(args.kg)
+    # the questions answered encoded as `answer --method pathmind` encodes them (a source tree from
+    # before its backend param: the training's encoder), converted before any kernel runs
+    answering = infer.question_encoder(args.encoder) if hasattr(infer, "question_encoder") else encoder
     device = "cuda" if args.setting == "cuda" else "cpu"
     examples = [e for e in train.make_examples(graph, records, encoder) if e.answers]
     features = train.Features(graph, NodeEmbeddings(graph, encoder, graph_dir), 3, device=device)
@@ -107,9 +110,6 @@ def child(args) -> dict:
     # untimed: every kernel compiled (and cached) before the first clock
     step(warm[:4])
     train.hits_at_many(model, features, warm, (1,))
-    # the questions encoded as `answer --method pathmind` encodes them (a source tree from before
-    # its backend param: the training's encoder)
-    answering = infer.question_encoder(args.encoder) if hasattr(infer, "question_encoder") else encoder
     pathmind = infer.PathMind(graph, model.eval(), config, answering, graph_dir=graph_dir, device=device)
     pathmind._features = features
     if getattr(config, "rerank", False):  # the reader's cost: its weights do not change its work (those fitted on the bench graph)

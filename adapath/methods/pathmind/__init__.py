@@ -17,7 +17,7 @@ def _build(context: MethodContext, name: str = "pathmind"):
     from adapath.methods.pathmind.infer import MODES, PATHS, PathMind, question_encoder
     from adapath.methods.pathmind.select import RULES
     from adapath.methods.pathmind.train import load_checkpoint
-    from adapath.retrieval.dense import BACKENDS
+    from adapath.retrieval.dense import BACKENDS, resolve_backend
 
     params = context.params
     for key, choices in (("prioritize", MODES), ("select", RULES), ("paths", PATHS)):
@@ -41,7 +41,10 @@ def _build(context: MethodContext, name: str = "pathmind"):
         net.nodes = params["nodes"]
     if params["backend"] not in ("auto", *BACKENDS):
         raise InputError(f"--param backend={params['backend']!r}: choose auto, {', '.join(BACKENDS)}")
-    encoder = question_encoder(config.encoder, params["backend"])
+    encoder = context._encoder  # the caller's encoder where it is the model's, on this route: not built twice
+    if encoder is None or getattr(encoder, "spec", None) != config.encoder or \
+            getattr(encoder, "backend", None) not in (None, resolve_backend(params["backend"], "cpu")):
+        encoder = question_encoder(config.encoder, params["backend"])
     vote = None
     if name == "pathmind+walk":
         from adapath.methods.pathmind.guide import VOTES, MetaPathGuide
