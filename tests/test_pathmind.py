@@ -586,8 +586,11 @@ def test_training_is_deterministic_per_seed():
 def test_shared_reach_gives_each_run_of_questions_its_hop_balls():
     """Answering makes the reach bits of 48 questions in one pass and reads each batch of 16
     out of them: each run's bits are its questions' hop balls (SciPy's distances), at any
-    offset; lists not among the shared ones get their own pass."""
+    offset, and each question's subgraph and hop depths read from them are SciPy's; lists not
+    among the shared ones get their own pass."""
     import scipy.sparse
+
+    from adapath.methods.pathmind.infer import reach_of
     from scipy.sparse.csgraph import shortest_path
 
     graph = generate(scale=0.01, seed=5)
@@ -607,6 +610,11 @@ def test_shared_reach_gives_each_run_of_questions_its_hop_balls():
             for t, b in enumerate(bits):
                 assert np.array_equal(((b >> j) & 1).astype(bool), near <= t)
         assert all(int(b.max()) < (1 << len(run)) for b in bits)  # no other question's bit
+        for j, topics in enumerate(run):  # answering's mask and hop depth per question, read from the bits
+            near = distance[topics].min(axis=0)
+            inside, depth = reach_of(bits, j)
+            assert np.array_equal(inside, near <= 3)
+            assert np.array_equal(depth, np.where(near <= 3, near, -1))
 
 
 def test_subgraphs_side_by_side_are_the_hop_balls():

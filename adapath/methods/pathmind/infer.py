@@ -38,12 +38,13 @@ from adapath.llm import GenerationParams, Usage, prompts
 from adapath.llm.base import count_tokens
 from adapath.llm.parse import parse_answer_set, read_reply
 from adapath.memory import keep_freed_memory
+from adapath.methods.answer_type import wh_phrase
 from adapath.methods.base import LLMCaller
 from adapath.methods.pathmind.config import TrainConfig
 from adapath.methods.pathmind.propagate import MAX_QUESTIONS, Places
 from adapath.methods.pathmind.reader import Evidence, Reader, evidence_for, top_nodes
 from adapath.methods.pathmind.select import Lookahead, Selection, reachable, select_entities
-from adapath.methods.pathmind.train import Example, Features, encode_focus
+from adapath.methods.pathmind.train import Example, Features, encode_in_chunks
 from adapath.retrieval.dense import NodeEmbeddings
 
 MODES = ("model", "readout", "cumulative", "future", "nearest", "random")
@@ -102,9 +103,12 @@ class PathMind:
         return self._features
 
     def examples(self, queries: list[Query]) -> list[Example]:
-        vectors = self.encoder.encode([q.text for q in queries])
-        wanted = self.config.focus or self.reader is not None
-        focus = encode_focus(self.encoder, [q.text for q in queries]) if wanted else [None] * len(queries)
+        texts = [q.text for q in queries]
+        if self.config.focus or self.reader is not None:  # with their wh-phrases: one call, batched by length together
+            both = encode_in_chunks(self.encoder, texts + [wh_phrase(t) for t in texts])
+            vectors, focus = both[:len(texts)], both[len(texts):]
+        else:
+            vectors, focus = self.encoder.encode(texts), [None] * len(queries)
         return [Example(q.id, q.text, self.graph.index_of(q.topic_ids).tolist(), [], np.asarray(v, np.float32), wh)
                 for q, v, wh in zip(queries, vectors, focus)]
 
@@ -144,14 +148,13 @@ class PathMind:
         nodes, n = inputs.places.nodes, self.graph.num_nodes
         out = []
         for j in range(len(chunk)):
-            masks = [((bits >> j) & 1).astype(np.bool_) for bits in inputs.reach_bits]  # the question's own reach
-            inside = masks[-1]
+            inside, depth = reach_of(inputs.reach_bits, j)  # the question's own reach
             priority = np.full(n, -np.inf)
             priority[nodes] = logits[:, j]
             priority[~inside] = -np.inf
             if self.reader is not None:
                 priority = self._read(chunk[j], priority, inside)
-            out.append(Prioritized(priority, inside, depth_of(masks), inputs.places, None if d is None else d[:, j],
+            out.append(Prioritized(priority, inside, depth, inputs.places, None if d is None else d[:, j],
                                    None if gates is None else gates[:, j], None if relations is None else relations[:, j]))
         return out
 
@@ -328,6 +331,17 @@ def question_encoder(spec: str, backend: str = "auto"):
     from adapath.retrieval.dense import make_encoder, resolve_backend
 
     return make_encoder(spec, backend=resolve_backend(backend, "cpu"))
+
+
+def reach_of(reach_bits: list[np.ndarray], j: int) -> tuple[np.ndarray, np.ndarray]:
+    """Question j's subgraph mask and hop depth per node (-1 outside) from the reach bits of
+    0..hops steps: a node reached at step t is in every later reach, so its depth is hops + 1
+    less the number of reaches that hold it (one count instead of a mask per step)."""
+    count = (reach_bits[0] >> j) & 1
+    for bits in reach_bits[1:]:
+        count += (bits >> j) & 1
+    inside = count > 0
+    return inside, np.where(inside, len(reach_bits) - count, -1)
 
 
 def depth_of(masks: list[np.ndarray]) -> np.ndarray:
