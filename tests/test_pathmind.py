@@ -589,9 +589,9 @@ def test_shared_reach_gives_each_run_of_questions_its_hop_balls():
     offset, and each question's subgraph and hop depths read from them are SciPy's; lists not
     among the shared ones get their own pass."""
     import scipy.sparse
+    from scipy.sparse.csgraph import shortest_path
 
     from adapath.methods.pathmind.infer import reach_of
-    from scipy.sparse.csgraph import shortest_path
 
     graph = generate(scale=0.01, seed=5)
     features = Features(graph, NodeEmbeddings(graph, HashingEncoder(dim=16)), 3)
