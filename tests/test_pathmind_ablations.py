@@ -105,14 +105,12 @@ def test_each_priority_ablation_reads_its_own_head_and_parts_from_the_full_metho
 
 def diamond_priority(graph) -> Prioritized:
     """Node 2 before node 1 in round 1, then 3 from 2; 3 is the best of all."""
-    from adapath.methods.pathmind.infer import depth_of
+    from adapath.methods.pathmind.infer import reach_of
     from adapath.methods.pathmind.propagate import RelationalGraph
 
-    seeds = np.zeros(graph.num_nodes, np.bool_)
-    seeds[0] = True
-    masks = RelationalGraph(graph).reach(seeds, 2)
+    inside, depth = reach_of(RelationalGraph(graph).reach_bits([[0]], 2), 0)
     priority = np.array([0.0, 1.0, 2.0, 5.0, -np.inf])
-    return Prioritized(np.where(masks[-1], priority, -np.inf), masks[-1], depth_of(masks))
+    return Prioritized(np.where(inside, priority, -np.inf), inside, depth)
 
 
 @pytest.mark.parametrize("kind, walk", [("important", [0, 2, 3]), ("shortest", [0, 1, 3])])
@@ -129,14 +127,12 @@ def test_important_paths_follow_the_selection_shortest_ones_do_not(kind, walk):
 
 def test_random_paths_are_seeded_walks_from_the_topics_inside_the_subgraph():
     graph = make_graph(STAR)
-    from adapath.methods.pathmind.infer import depth_of
+    from adapath.methods.pathmind.infer import reach_of
     from adapath.methods.pathmind.propagate import RelationalGraph
     from adapath.methods.pathmind.train import Example
 
-    seeds = np.zeros(graph.num_nodes, np.bool_)
-    seeds[0] = True
-    masks = RelationalGraph(graph).reach(seeds, 1)  # a 1-hop subgraph: 4 to 7 lie outside
-    prioritized = Prioritized(np.where(masks[-1], np.arange(9.0), -np.inf), masks[-1], depth_of(masks))
+    inside, depth = reach_of(RelationalGraph(graph).reach_bits([[0]], 1), 0)  # a 1-hop subgraph: 4 to 7 lie outside
+    prioritized = Prioritized(np.where(inside, np.arange(9.0), -np.inf), inside, depth)
     selection = select_entities(graph.indptr, graph.indices, prioritized.priority, prioritized.inside, [0], 3, 1,
                                 "greedy")
     config = TrainConfig(hops=1, hidden=2, encoder="hashing")

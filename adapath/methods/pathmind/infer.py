@@ -136,8 +136,8 @@ class PathMind:
     def _prioritize(self, chunk: list[Example]) -> list[Prioritized]:
         features = self.features
         if self.mode not in LEARNED:
-            masks = features.subgraphs([e.topics for e in chunk])
-            return [self._unlearned(e, m[-1], depth_of(m)) for e, m in zip(chunk, masks)]
+            bits = features.reach_bits([e.topics for e in chunk])
+            return [self._unlearned(e, *reach_of(bits, j)) for j, e in enumerate(chunk)]
         with torch.no_grad():
             if self._entities is None:
                 self._entities = self.model.entities(features.whole)
@@ -342,11 +342,3 @@ def reach_of(reach_bits: list[np.ndarray], j: int) -> tuple[np.ndarray, np.ndarr
         count += (bits >> j) & 1
     inside = count > 0
     return inside, np.where(inside, len(reach_bits) - count, -1)
-
-
-def depth_of(masks: list[np.ndarray]) -> np.ndarray:
-    """Hop depth per node from the reach masks of 0..hops steps (-1 beyond)."""
-    depth = np.full(len(masks[0]), -1, dtype=np.int64)
-    for t in range(len(masks) - 1, -1, -1):
-        depth[masks[t]] = t
-    return depth
